@@ -1,0 +1,113 @@
+package kina.cli;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+import kina.ad.TransformAd;
+import kina.eval.Interpreter;
+import kina.eval.Npy;
+import kina.eval.Oracle;
+import kina.eval.Tensor;
+import kina.eval.Value;
+import kina.ir.KinaException;
+import kina.ir.Program;
+import kina.ir.Rhs;
+import kina.ir.TensorType;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code kina run FILE [--input NAME=PATH]… [--random-inputs SEED] [--out DIR]}: runs a program on
+ * the host interpreter. Handles are run as transformed by transform_ad (the product path), or by
+ * the oracle's reverse scan with {@code --oracle}.
+ */
+@Command(name = "run", description = "Run a .kina program on the host interpreter and print its result.")
+final class RunCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "FILE", description = "The .kina source.") Path file;
+    @Option(names = "--input", paramLabel = "NAME=PATH", description = "Payload of an input let or fn parameter, as .npy or .json.")
+    Map<String, Path> inputs = new LinkedHashMap<>();
+    @Option(names = "--random-inputs", paramLabel = "SEED", description = "Fill inputs not given with random values: floats in [-1, 1), indices in range.")
+    Long randomSeed;
+    @Option(names = "--out", paramLabel = "DIR", description = "Write the results as .npy: result.npy, or result_0.npy, result_1.npy, … for a tuple.")
+    Path out;
+    @Option(names = "--oracle", description = "Run reverse mode by the eager reverse scan instead of the recorded gradient.")
+    boolean oracle;
+    @Option(names = "--full", description = "Print every element of large tensors.")
+    boolean full;
+    @Mixin Main.Common common;
+    @Spec picocli.CommandLine.Model.CommandSpec spec;
+
+    @Override public Integer call() {
+        Program checked = Source.load(file);
+        Program prog = oracle ? checked : TransformAd.transform(checked);
+        Map<String, TensorType> declared = new LinkedHashMap<>(Inputs.declared(prog));
+        Interpreter probe = new Interpreter(Map.of(), new Oracle());
+        Value top = null;
+        Rhs.Fn entry = null;
+        if (prog.body().binding(prog.body().result()) != null
+                && prog.body().binding(prog.body().result()).rhs() instanceof Rhs.Fn fn) {
+            entry = fn;
+            for (Rhs.Param p : fn.params()) declared.put(p.name().name(), p.type());
+        }
+        for (String name : inputs.keySet())
+            if (!declared.containsKey(name))
+                throw new KinaException(null, "--input " + name + ": the program has no input or parameter named " + name
+                        + " (it has: " + String.join(", ", declared.keySet()) + ")");
+        Map<String, Long> bounds = Inputs.indexBounds(prog);
+        SplittableRandom rng = randomSeed == null ? null : new SplittableRandom(randomSeed);
+        Map<String, Tensor> given = new HashMap<>();
+        for (var e : declared.entrySet()) {
+            String name = e.getKey();
+            Tensor t;
+            if (inputs.containsKey(name)) t = Inputs.load(name, inputs.get(name), e.getValue());
+            else if (rng != null) t = Inputs.random(e.getValue(), bounds.getOrDefault(name, 2L), rng);
+            else throw new KinaException(null, "input " + name + " : " + e.getValue()
+                    + " is not given (pass --input " + name + "=FILE.npy, or --random-inputs SEED)");
+            given.put(name, t);
+        }
+        Interpreter in = new Interpreter(given, new Oracle());
+        Value result = in.run(prog);
+        if (entry != null && result instanceof Value.Closure c) {
+            List<Value> args = new ArrayList<>();
+            for (Rhs.Param p : entry.params()) args.add(given.get(p.name().name()));
+            result = in.call(c, args);
+        }
+        var pw = spec.commandLine().getOut();
+        List<Tensor> parts = new ArrayList<>();
+        if (result instanceof Tensor t) {
+            pw.println("result : " + t.type());
+            pw.println(Show.format(t, full));
+            parts.add(t);
+        } else if (result instanceof Value.Tuple tup) {
+            for (int i = 0; i < tup.elems().size(); i++) {
+                if (!(tup.elems().get(i) instanceof Tensor t)) throw new KinaException(null, "result " + i + " is not a tensor");
+                pw.println("result_" + i + " : " + t.type());
+                pw.println(Show.format(t, full));
+                parts.add(t);
+            }
+        } else {
+            throw new KinaException(null, "the program's result is a fn; end the program with a call, or give its parameters as inputs");
+        }
+        if (out != null) {
+            try {
+                Files.createDirectories(out);
+            } catch (java.io.IOException e) {
+                throw new KinaException(null, out + ": cannot create directory (" + e.getMessage() + ")");
+            }
+            if (parts.size() == 1 && result instanceof Tensor) Npy.write(out.resolve("result.npy"), parts.getFirst());
+            else for (int i = 0; i < parts.size(); i++) Npy.write(out.resolve("result_" + i + ".npy"), parts.get(i));
+            pw.println("wrote " + parts.size() + " file(s) to " + out);
+        }
+        pw.flush();
+        return 0;
+    }
+}
