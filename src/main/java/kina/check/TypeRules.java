@@ -1,0 +1,255 @@
+package kina.check;
+
+import java.util.function.Function;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Payload;
+import kina.ir.Perm;
+import kina.ir.Placement;
+import kina.ir.Shape;
+import kina.ir.TensorType;
+import kina.ir.Var;
+
+/**
+ * The type rule of every instruction (DESIGN §3), one switch, no default. Pure and position-free:
+ * the checker wraps a {@link Mismatch} into a {@link TypeError} naming the let; kina.ad calls
+ * {@link #infer} directly to type the lets transform_ad records.
+ *
+ * <p>Sources: matmul Section 5 §3, gather Section 5 §4, take_along_axis Section 9 §4.2,
+ * ScatterAlongAxis Section 10 §7.1, ScatterAdd Section 14 §7.1, the rest spec-notes §2. Shape
+ * equality is structural; there is no implicit broadcast; negative axes are errors.
+ */
+public final class TypeRules {
+    private TypeRules() {}
+
+    /** A violated type rule: {@link #op()} is the instruction, the message says what, with the types. */
+    public static final class Mismatch extends RuntimeException {
+        private final String op;
+
+        public Mismatch(String op, String what) {
+            super(what);
+            this.op = op;
+        }
+
+        /** The surface name of the instruction whose rule failed. */
+        public String op() { return op; }
+
+        /** {@code op: what}, e.g. {@code scatter_add: checked device lowering is not available}. */
+        public String describe() { return op + ": " + getMessage(); }
+    }
+
+    /**
+     * The result type of {@code ins}, given the types of its operands.
+     *
+     * @throws Mismatch when a premise of the rule fails
+     */
+    public static TensorType infer(Instr ins, Function<Var, TensorType> typeOf) {
+        String op = ins.op();
+        return switch (ins) {
+            // ---- constants
+            case Instr.Input(var t) -> { volume(op, t.shape()); yield t; }
+            case Instr.Literal(var t, var payload) -> literal(op, t, payload);
+            case Instr.Fill(var t, var v) -> {
+                volume(op, t.shape());
+                if (t.dtype().discrete()) integral(op, t.dtype(), v, "fill value " + fmt(v));
+                yield t;
+            }
+            // ---- unary
+            case Instr.Neg(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Exp(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Log(var x) -> floating(op, typeOf.apply(x));
+            // ---- binary
+            case Instr.Add(var a, var b) -> elementwise(op, "+", typeOf.apply(a), typeOf.apply(b));
+            case Instr.Sub(var a, var b) -> elementwise(op, "-", typeOf.apply(a), typeOf.apply(b));
+            case Instr.Mul(var a, var b) -> elementwise(op, "*", typeOf.apply(a), typeOf.apply(b));
+            case Instr.Div(var a, var b) -> elementwise(op, "/", typeOf.apply(a), typeOf.apply(b));
+            // ---- contraction
+            case Instr.Matmul(var a, var b) -> matmul(op, typeOf.apply(a), typeOf.apply(b));
+            // ---- shape
+            case Instr.Reshape(var x, var to) -> reshape(op, typeOf.apply(x), to);
+            case Instr.Transpose(var x, var perm) -> transpose(op, typeOf.apply(x), perm);
+            case Instr.Broadcast(var x, var to) -> broadcast(op, typeOf.apply(x), to);
+            // ---- reduction
+            case Instr.Sum(var x, var axis, var keepDims) -> {
+                TensorType t = typeOf.apply(x);
+                axis(op, t, axis);
+                yield t.withShape(keepDims ? t.shape().with(axis, 1) : t.shape().drop(axis));
+            }
+            // ---- fused row-wise
+            case Instr.LogSoftmax(var x, var axis) -> { TensorType t = floating(op, typeOf.apply(x)); axis(op, t, axis); yield t; }
+            case Instr.Softmax(var x, var axis) -> { TensorType t = floating(op, typeOf.apply(x)); axis(op, t, axis); yield t; }
+            // ---- indexing
+            case Instr.TakeAlongAxis(var v, var i, var axis) -> takeAlongAxis(op, typeOf.apply(v), typeOf.apply(i), axis);
+            case Instr.Gather(var v, var i) -> gather(op, typeOf.apply(v), typeOf.apply(i));
+            // ---- IR-internal adjoints
+            case Instr.ScatterAdd(var u, var i, var dest) -> scatterAdd(op, typeOf.apply(u), typeOf.apply(i), dest);
+            case Instr.ScatterAlongAxis(var axis, var u, var i, var dest) ->
+                    scatterAlongAxis(op, axis, typeOf.apply(u), typeOf.apply(i), dest);
+        };
+    }
+
+    // ---- constants --------------------------------------------------------------------------
+
+    /** Payload length = vol(σ); I64 / I1 values integers (I1: 0 or 1; I64: |v| ≤ 2^53). */
+    private static TensorType literal(String op, TensorType t, Payload p) {
+        long vol = volume(op, t.shape());
+        if (p.size() != vol)
+            throw new Mismatch(op, "payload has " + p.size() + " values, " + t + " needs " + vol);
+        if (t.dtype().discrete())
+            for (int i = 0; i < p.size(); i++) integral(op, t.dtype(), p.at(i), "payload value " + fmt(p.at(i)) + " at index " + i);
+        return t;
+    }
+
+    private static void integral(String op, DType d, double v, String what) {
+        boolean ok = switch (d) {
+            case I1 -> v == 0 || v == 1;
+            case I64 -> v == Math.rint(v) && Math.abs(v) <= 0x1p53;
+            case F32, F64, BF16, F16, F8E4M3, F8E5M2 -> true;
+        };
+        if (!ok) throw new Mismatch(op, what + " is not " + (d == DType.I1 ? "0 or 1" : "an integer") + " (" + d + ")");
+    }
+
+    private static long volume(String op, Shape s) {
+        try {
+            return s.vol();
+        } catch (ArithmeticException e) {
+            throw new Mismatch(op, "the volume of " + s + " overflows");
+        }
+    }
+
+    // ---- elementwise ------------------------------------------------------------------------
+
+    private static TensorType floating(String op, TensorType t) {
+        if (!t.dtype().floating()) throw new Mismatch(op, "needs a floating operand, got " + t);
+        return t;
+    }
+
+    /** Same dtype, shape and placement; floating. */
+    private static TensorType elementwise(String op, String sym, TensorType a, TensorType b) {
+        if (!a.equals(b)) throw new Mismatch(op, "operand types differ: " + a + " " + sym + " " + b);
+        if (!a.dtype().floating()) throw new Mismatch(op, "needs floating operands, got " + a + " " + sym + " " + b);
+        return a;
+    }
+
+    /** σ++[M,K] @ σ++[K,N] → σ++[M,N]; rank ≥ 2, no implicit broadcast of σ. */
+    private static TensorType matmul(String op, TensorType a, TensorType b) {
+        String both = a + " @ " + b;
+        int r = a.rank();
+        if (r < 2 || b.rank() < 2) throw new Mismatch(op, "operands need rank >= 2: " + both);
+        if (r != b.rank()) throw new Mismatch(op, "ranks differ: " + both + " (" + r + " vs " + b.rank() + ")");
+        Shape sa = a.shape(), sb = b.shape();
+        if (!sa.prefix(r - 2).equals(sb.prefix(r - 2)))
+            throw new Mismatch(op, "batch dims differ: " + both + " (" + sa.prefix(r - 2) + " vs " + sb.prefix(r - 2) + ")");
+        if (sa.dim(r - 1) != sb.dim(r - 2))
+            throw new Mismatch(op, "inner dims differ: " + both + " (K = " + sa.dim(r - 1) + " vs " + sb.dim(r - 2) + ")");
+        if (a.dtype() != b.dtype()) throw new Mismatch(op, "dtypes differ: " + both);
+        if (a.placement() != b.placement()) throw new Mismatch(op, "placements differ: " + both);
+        if (!a.dtype().floating()) throw new Mismatch(op, "needs floating operands, got " + both);
+        return a.withShape(sa.prefix(r - 2).concat(sa.dim(r - 2), sb.dim(r - 1)));
+    }
+
+    // ---- shape ------------------------------------------------------------------------------
+
+    private static TensorType reshape(String op, TensorType x, Shape to) {
+        long from = volume(op, x.shape()), target = volume(op, to);
+        if (from != target)
+            throw new Mismatch(op, "volumes differ: " + x + " to " + to + " (" + from + " vs " + target + ")");
+        return x.withShape(to);
+    }
+
+    private static TensorType transpose(String op, TensorType x, Perm perm) {
+        if (perm.rank() != x.rank() || !perm.valid())
+            throw new Mismatch(op, "perm " + perm + " is not a permutation of 0.." + (x.rank() - 1)
+                    + " for " + x + " (rank " + x.rank() + ")");
+        return x.withShape(perm.apply(x.shape()));
+    }
+
+    private static TensorType broadcast(String op, TensorType x, Shape to) {
+        if (x.rank() != to.rank())
+            throw new Mismatch(op, "ranks differ: " + x + " to " + to + " (" + x.rank() + " vs " + to.rank() + ")");
+        for (int i = 0; i < to.rank(); i++) {
+            long d = x.shape().dim(i);
+            if (d != 1 && d != to.dim(i))
+                throw new Mismatch(op, "axis " + i + " of " + x + " is " + d + ", neither 1 nor " + to.dim(i) + " (target " + to + ")");
+        }
+        return x.withShape(to);
+    }
+
+    /** 0 ≤ axis < rank. */
+    private static void axis(String op, TensorType t, int axis) {
+        if (axis < 0 || axis >= t.rank())
+            throw new Mismatch(op, "axis " + axis + " out of range for " + t + " (rank " + t.rank() + ")");
+    }
+
+    // ---- indexing ---------------------------------------------------------------------------
+
+    /** values T σ (floating, rank ≥ 1), indices I64 σ without axis → T (indices' shape). */
+    private static TensorType takeAlongAxis(String op, TensorType v, TensorType i, int axis) {
+        floating(op, v);
+        axis(op, v, axis);
+        indices(op, i);
+        Shape rho = v.shape().drop(axis);
+        if (!i.shape().equals(rho))
+            throw new Mismatch(op, "indices shape must be " + rho + " (values shape without axis " + axis + "): values "
+                    + v + ", indices " + i);
+        samePlacement(op, "values " + v + ", indices " + i, v.placement(), i.placement());
+        return i.withDType(v.dtype());
+    }
+
+    /** values T [V, D] (floating), indices I64 σ, |σ| ≥ 1 → T σ++[D]. */
+    private static TensorType gather(String op, TensorType v, TensorType i) {
+        if (v.rank() != 2) throw new Mismatch(op, "values must be rank 2 [V, D], got " + v);
+        floating(op, v);
+        indices(op, i);
+        if (i.rank() < 1) throw new Mismatch(op, "indices need rank >= 1, got " + i);
+        samePlacement(op, "values " + v + ", indices " + i, v.placement(), i.placement());
+        return v.withShape(i.shape().concat(v.shape().dim(1)));
+    }
+
+    /** updates T σ++[D], indices I64 σ, |σ| ≥ 1, dest T [V, D], host (Section 14 §7.1). */
+    private static TensorType scatterAdd(String op, TensorType u, TensorType i, TensorType dest) {
+        String all = "updates " + u + ", indices " + i + ", dest " + dest;
+        indices(op, i);
+        if (i.rank() < 1) throw new Mismatch(op, "indices need rank >= 1: " + all);
+        if (u.rank() != i.rank() + 1 || !u.shape().prefix(i.rank()).equals(i.shape()))
+            throw new Mismatch(op, "updates shape must be the indices shape " + i.shape() + " ++ [D]: " + all);
+        if (dest.dtype() != u.dtype()) throw new Mismatch(op, "dest dtype differs from updates: " + all);
+        if (dest.rank() != 2 || dest.shape().dim(1) != u.shape().dim(u.rank() - 1))
+            throw new Mismatch(op, "dest shape must be [V, " + u.shape().dim(u.rank() - 1) + "]: " + all);
+        samePlacement(op, all, u.placement(), i.placement(), dest.placement());
+        hostOnly(op, dest);
+        return dest;
+    }
+
+    /** updates T ρ, indices I64 ρ, dest T σ, ρ = σ without axis, |σ| ≥ 2, host (Section 10 §7.1). */
+    private static TensorType scatterAlongAxis(String op, int axis, TensorType u, TensorType i, TensorType dest) {
+        String all = "axis " + axis + ", updates " + u + ", indices " + i + ", dest " + dest;
+        if (dest.rank() < 2) throw new Mismatch(op, "dest needs rank >= 2: " + all);
+        if (axis < 0 || axis >= dest.rank()) throw new Mismatch(op, "axis " + axis + " out of range for rank " + dest.rank() + ": " + all);
+        Shape rho = dest.shape().drop(axis);
+        indices(op, i);
+        if (!u.shape().equals(rho) || !i.shape().equals(rho))
+            throw new Mismatch(op, "updates and indices shape must be " + rho + " (dest shape without axis " + axis + "): " + all);
+        if (dest.dtype() != u.dtype()) throw new Mismatch(op, "dest dtype differs from updates: " + all);
+        samePlacement(op, all, u.placement(), i.placement(), dest.placement());
+        hostOnly(op, dest);
+        return dest;
+    }
+
+    private static void indices(String op, TensorType i) {
+        if (i.dtype() != DType.I64) throw new Mismatch(op, "indices must be I64, got " + i);
+    }
+
+    private static void samePlacement(String op, String all, Placement first, Placement... rest) {
+        for (Placement p : rest) if (p != first) throw new Mismatch(op, "placements differ: " + all);
+    }
+
+    /** The seeds' stance: the internal scatters have a checked host lowering only. */
+    private static void hostOnly(String op, TensorType dest) {
+        if (dest.placement() != Placement.HOST) throw new Mismatch(op, "checked device lowering is not available");
+    }
+
+    private static String fmt(double v) {
+        return v == Math.rint(v) && Math.abs(v) < 1e15 ? Long.toString((long) v) : Double.toString(v);
+    }
+}

@@ -1,0 +1,281 @@
+package kina.check;
+
+import static kina.check.Ir.dev;
+import static kina.check.Ir.f32;
+import static kina.check.Ir.i64;
+import static kina.check.Ir.sh;
+import static kina.check.Ir.t;
+import static kina.check.Ir.v;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.List;
+import java.util.Map;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Payload;
+import kina.ir.Perm;
+import kina.ir.Program;
+import kina.ir.TensorType;
+import kina.ir.Var;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import net.jqwik.api.constraints.Size;
+import org.junit.jupiter.api.Test;
+
+/** Every instruction's type rule, accepted and rejected, through the checker (messages name let c). */
+class InstrRulesTest {
+    static final Var A = v("a"), B = v("b");
+
+    /** {@code let a = input; let b = input; let c = ins in c}. */
+    static Program prog(Instr ins, TensorType... operands) {
+        Ir ir = new Ir();
+        String[] names = {"a", "b"};
+        for (int i = 0; i < operands.length; i++) ir.input(names[i], operands[i]);
+        return ir.let("c", ins).program("c");
+    }
+
+    static TensorType ok(Instr ins, TensorType... operands) {
+        return Checker.check(prog(ins, operands)).body().lets().getLast().tensorType();
+    }
+
+    /** The TypeError message; asserts it names let c and the op, at let c's line. */
+    static String err(Instr ins, TensorType... operands) {
+        TypeError e = assertThrows(TypeError.class, () -> Checker.check(prog(ins, operands)));
+        assertThat(e.getMessage()).startsWith("let c: " + ins.op() + ": ");
+        assertThat(e.pos().line()).isEqualTo(operands.length + 1);
+        assertThat(e.oneLine()).startsWith("t.kina:" + (operands.length + 1) + ":1: error: let c: ");
+        return e.getMessage();
+    }
+
+    // ---- constants
+
+    @Test void inputIsItsWrittenType() {
+        assertThat(ok(new Instr.Input(dev(t(DType.BF16, 2, 3))))).isEqualTo(dev(t(DType.BF16, 2, 3)));
+    }
+
+    @Test void literalPayloadMustMatchTheVolume() {
+        assertThat(ok(new Instr.Literal(f32(2, 2), new Payload(1, 2, 3, 4)))).isEqualTo(f32(2, 2));
+        assertThat(ok(new Instr.Literal(f32(), new Payload(7)))).isEqualTo(f32());
+        assertThat(err(new Instr.Literal(f32(2, 3), new Payload(1, 2, 3, 4, 5))))
+                .contains("payload has 5 values", "tensor<F32, [2, 3], @host>", "needs 6");
+    }
+
+    @Test void discreteLiteralsHoldIntegers() {
+        assertThat(ok(new Instr.Literal(i64(3), new Payload(0, -4, 9)))).isEqualTo(i64(3));
+        assertThat(err(new Instr.Literal(i64(3), new Payload(0, 1.5, 2)))).contains("1.5", "index 1", "I64");
+        assertThat(err(new Instr.Literal(i64(1), new Payload(Double.NaN)))).contains("NaN", "not an integer");
+        assertThat(ok(new Instr.Literal(t(DType.I1, 2), new Payload(0, 1)))).isEqualTo(t(DType.I1, 2));
+        assertThat(err(new Instr.Literal(t(DType.I1, 2), new Payload(0, 2)))).contains("2", "I1");
+        assertThat(ok(new Instr.Literal(f32(2), new Payload(0.5, -1.25)))).isEqualTo(f32(2));
+    }
+
+    @Test void fillIsItsWrittenType() {
+        assertThat(ok(new Instr.Fill(f32(2, 3), 1.0))).isEqualTo(f32(2, 3));
+        assertThat(ok(new Instr.Fill(i64(4), 3))).isEqualTo(i64(4));
+        assertThat(err(new Instr.Fill(i64(4), 0.5))).contains("fill value 0.5", "I64");
+    }
+
+    // ---- unary
+
+    @Test void unaryKeepsTheFloatingType() {
+        for (Instr u : List.<Instr>of(new Instr.Neg(A), new Instr.Exp(A), new Instr.Log(A))) {
+            assertThat(ok(u, dev(t(DType.F64, 2, 3)))).isEqualTo(dev(t(DType.F64, 2, 3)));
+            assertThat(err(u, i64(2, 3))).contains("floating", "tensor<I64, [2, 3], @host>");
+        }
+    }
+
+    // ---- binary
+
+    @Test void binaryNeedsIdenticalFloatingTypes() {
+        for (Instr bin : List.<Instr>of(new Instr.Add(A, B), new Instr.Sub(A, B), new Instr.Mul(A, B), new Instr.Div(A, B))) {
+            assertThat(ok(bin, f32(2, 3), f32(2, 3))).isEqualTo(f32(2, 3));
+            assertThat(err(bin, f32(2, 3), f32(3, 2))).contains("tensor<F32, [2, 3], @host>", "tensor<F32, [3, 2], @host>");
+            assertThat(err(bin, f32(2, 3), t(DType.F64, 2, 3))).contains("F32", "F64", "[2, 3]");
+            assertThat(err(bin, f32(2, 3), dev(f32(2, 3)))).contains("@host", "@device");
+            assertThat(err(bin, f32(1), f32(1, 1))).contains("[1]", "[1, 1]");  // no implicit broadcast
+            assertThat(err(bin, i64(2), i64(2))).contains("floating", "tensor<I64, [2], @host>");
+        }
+    }
+
+    // ---- matmul
+
+    @Test void matmulContractsTheLastTwoAxes() {
+        assertThat(ok(new Instr.Matmul(A, B), f32(2, 3), f32(3, 5))).isEqualTo(f32(2, 5));
+        assertThat(ok(new Instr.Matmul(A, B), f32(1, 2, 4, 2), f32(1, 2, 2, 4))).isEqualTo(f32(1, 2, 4, 4));
+        assertThat(ok(new Instr.Matmul(A, B), dev(t(DType.BF16, 7, 2, 3)), dev(t(DType.BF16, 7, 3, 1))))
+                .isEqualTo(dev(t(DType.BF16, 7, 2, 1)));
+    }
+
+    @Test void matmulInnerDimsMessageIsTheDocumentedOne() {
+        assertThat(err(new Instr.Matmul(A, B), f32(2, 3), f32(4, 5))).isEqualTo(
+                "let c: matmul: inner dims differ: tensor<F32, [2, 3], @host> @ tensor<F32, [4, 5], @host> (K = 3 vs 4)");
+    }
+
+    @Test void matmulRejects() {
+        Instr mm = new Instr.Matmul(A, B);
+        assertThat(err(mm, f32(3), f32(3, 2))).contains("rank >= 2", "[3]", "[3, 2]");
+        assertThat(err(mm, f32(2, 2, 3), f32(3, 2))).contains("ranks differ", "[2, 2, 3]", "[3, 2]", "3 vs 2");
+        assertThat(err(mm, f32(2, 2, 3), f32(1, 3, 2))).contains("batch dims differ", "[2] vs [1]");
+        assertThat(err(mm, f32(2, 3), t(DType.F64, 3, 2))).contains("dtypes differ", "F32", "F64");
+        assertThat(err(mm, f32(2, 3), dev(f32(3, 2)))).contains("placements differ", "@device");
+        assertThat(err(mm, i64(2, 3), i64(3, 2))).contains("floating", "I64");
+    }
+
+    // ---- shape
+
+    @Test void reshapeKeepsTheVolume() {
+        assertThat(ok(new Instr.Reshape(A, sh(3, 2)), f32(2, 3))).isEqualTo(f32(3, 2));
+        assertThat(ok(new Instr.Reshape(A, sh(1, 4)), i64(4))).isEqualTo(i64(1, 4));
+        assertThat(err(new Instr.Reshape(A, sh(4, 2)), f32(2, 3))).contains("volumes differ", "[2, 3]", "[4, 2]", "6 vs 8");
+    }
+
+    @Test void transposeNeedsAPermutationOfTheRank() {
+        assertThat(ok(new Instr.Transpose(A, Perm.of(0, 2, 1)), f32(2, 3, 4))).isEqualTo(f32(2, 4, 3));
+        assertThat(ok(new Instr.Transpose(A, Perm.of(1, 0)), dev(i64(2, 5)))).isEqualTo(dev(i64(5, 2)));
+        assertThat(err(new Instr.Transpose(A, Perm.of(0, 0)), f32(2, 3))).contains("[0, 0]", "rank 2", "[2, 3]");
+        assertThat(err(new Instr.Transpose(A, Perm.of(1, 0)), f32(2, 3, 4))).contains("[1, 0]", "rank 3");
+        assertThat(err(new Instr.Transpose(A, Perm.of(-1, 0)), f32(2, 3))).contains("[-1, 0]", "rank 2");
+    }
+
+    @Test void broadcastExpandsOnesAtTheSameRank() {
+        assertThat(ok(new Instr.Broadcast(A, sh(8, 4)), f32(1, 1))).isEqualTo(f32(8, 4));
+        assertThat(ok(new Instr.Broadcast(A, sh(1, 2, 4, 4)), f32(1, 1, 4, 4))).isEqualTo(f32(1, 2, 4, 4));
+        assertThat(err(new Instr.Broadcast(A, sh(8, 4)), f32(4))).contains("ranks differ", "[4]", "[8, 4]");
+        assertThat(err(new Instr.Broadcast(A, sh(8, 4)), f32(2, 4))).contains("axis 0", "[2, 4]", "[8, 4]");
+        assertThat(err(new Instr.Broadcast(A, sh(8, 4)), f32(8, 3))).contains("axis 1", "[8, 3]");
+    }
+
+    // ---- reduction, fused
+
+    @Test void sumDropsOrKeepsTheAxis() {
+        assertThat(ok(new Instr.Sum(A, 1, false), f32(2, 3, 4))).isEqualTo(f32(2, 4));
+        assertThat(ok(new Instr.Sum(A, 1, true), f32(2, 3, 4))).isEqualTo(f32(2, 1, 4));
+        assertThat(ok(new Instr.Sum(A, 0, false), f32(5))).isEqualTo(f32());
+        assertThat(err(new Instr.Sum(A, 2, false), f32(2, 3))).contains("axis 2", "rank 2", "[2, 3]");
+        assertThat(err(new Instr.Sum(A, -1, true), f32(2, 3))).contains("axis -1", "[2, 3]");
+        assertThat(err(new Instr.Sum(A, 0, true), f32())).contains("axis 0", "rank 0");
+    }
+
+    @Test void softmaxesKeepTheFloatingType() {
+        for (int axis = 0; axis < 3; axis++)
+            for (Instr s : List.<Instr>of(new Instr.Softmax(A, axis), new Instr.LogSoftmax(A, axis)))
+                assertThat(ok(s, f32(1, 4, 8))).isEqualTo(f32(1, 4, 8));
+        for (Instr s : List.<Instr>of(new Instr.Softmax(A, 3), new Instr.LogSoftmax(A, -1)))
+            assertThat(err(s, f32(1, 4, 8))).contains("axis", "[1, 4, 8]", "rank 3");
+        assertThat(err(new Instr.LogSoftmax(A, 0), i64(4))).contains("floating", "I64");
+    }
+
+    // ---- indexing
+
+    @Test void takeAlongAxisDropsTheAxis() {
+        assertThat(ok(new Instr.TakeAlongAxis(A, B, 2), f32(1, 4, 8), i64(1, 4))).isEqualTo(f32(1, 4));
+        assertThat(ok(new Instr.TakeAlongAxis(A, B, 0), t(DType.F64, 3, 5), i64(5))).isEqualTo(t(DType.F64, 5));
+        assertThat(ok(new Instr.TakeAlongAxis(A, B, 0), f32(3), i64())).isEqualTo(f32());
+    }
+
+    @Test void takeAlongAxisRejects() {
+        assertThat(err(new Instr.TakeAlongAxis(A, B, 2), f32(1, 4, 8), i64(1, 8))).contains("[1, 4]", "[1, 4, 8]", "[1, 8]");
+        assertThat(err(new Instr.TakeAlongAxis(A, B, 2), f32(1, 4, 8), f32(1, 4))).contains("I64", "tensor<F32, [1, 4], @host>");
+        assertThat(err(new Instr.TakeAlongAxis(A, B, 1), i64(2, 3), i64(2))).contains("floating", "I64");
+        assertThat(err(new Instr.TakeAlongAxis(A, B, 3), f32(1, 4, 8), i64(1, 4))).contains("axis 3", "rank 3");
+        assertThat(err(new Instr.TakeAlongAxis(A, B, -1), f32(1, 4, 8), i64(1, 4))).contains("axis -1");
+        assertThat(err(new Instr.TakeAlongAxis(A, B, 0), f32(), i64())).contains("axis 0", "rank 0");
+        assertThat(err(new Instr.TakeAlongAxis(A, B, 1), f32(2, 3), dev(i64(2)))).contains("placements differ", "@device");
+    }
+
+    @Test void gatherLooksUpRows() {
+        assertThat(ok(new Instr.Gather(A, B), f32(8, 4), i64(1, 4))).isEqualTo(f32(1, 4, 4));
+        assertThat(ok(new Instr.Gather(A, B), dev(f32(8, 4)), dev(i64(3)))).isEqualTo(dev(f32(3, 4)));
+        assertThat(err(new Instr.Gather(A, B), f32(2, 8, 4), i64(1, 4))).contains("rank 2", "[2, 8, 4]");
+        assertThat(err(new Instr.Gather(A, B), i64(8, 4), i64(1, 4))).contains("floating", "[8, 4]");
+        assertThat(err(new Instr.Gather(A, B), f32(8, 4), f32(1, 4))).contains("I64", "[1, 4]");
+        assertThat(err(new Instr.Gather(A, B), f32(8, 4), i64())).contains("rank >= 1", "tensor<I64, [], @host>");
+        assertThat(err(new Instr.Gather(A, B), f32(8, 4), dev(i64(4)))).contains("placements differ", "[8, 4]", "@device");
+    }
+
+    @Test void scatterAddFollowsSection14() {
+        assertThat(ok(new Instr.ScatterAdd(A, B, f32(8, 4)), f32(1, 4, 4), i64(1, 4))).isEqualTo(f32(8, 4));
+        assertThat(ok(new Instr.ScatterAdd(A, B, f32(8, 4)), f32(3, 4), i64(3))).isEqualTo(f32(8, 4));
+        String[] ops = {"updates", "indices", "dest"};
+        assertThat(err(new Instr.ScatterAdd(A, B, f32(8, 4)), f32(4), i64())).contains("rank >= 1");
+        assertThat(err(new Instr.ScatterAdd(A, B, f32(8, 4)), f32(1, 5, 4), i64(1, 4))).contains(ops).contains("[1, 5, 4]", "[1, 4]");
+        assertThat(err(new Instr.ScatterAdd(A, B, f32(8, 4)), f32(1, 4, 4), f32(1, 4))).contains("I64");
+        assertThat(err(new Instr.ScatterAdd(A, B, f32(8, 3)), f32(1, 4, 4), i64(1, 4))).contains("[V, 4]", "[8, 3]");
+        assertThat(err(new Instr.ScatterAdd(A, B, f32(2, 8, 4)), f32(1, 4, 4), i64(1, 4))).contains("[V, 4]", "[2, 8, 4]");
+        assertThat(err(new Instr.ScatterAdd(A, B, t(DType.F64, 8, 4)), f32(1, 4, 4), i64(1, 4))).contains("dtype", "F64");
+        assertThat(err(new Instr.ScatterAdd(A, B, dev(f32(8, 4))), f32(1, 4, 4), i64(1, 4))).contains("placements differ");
+        assertThat(err(new Instr.ScatterAdd(A, B, dev(f32(8, 4))), dev(f32(1, 4, 4)), dev(i64(1, 4))))
+                .isEqualTo("let c: scatter_add: checked device lowering is not available");
+    }
+
+    @Test void scatterAlongAxisFollowsSection10() {
+        assertThat(ok(new Instr.ScatterAlongAxis(2, A, B, f32(1, 4, 8)), f32(1, 4), i64(1, 4))).isEqualTo(f32(1, 4, 8));
+        assertThat(ok(new Instr.ScatterAlongAxis(0, A, B, f32(3, 5)), f32(5), i64(5))).isEqualTo(f32(3, 5));
+        assertThat(err(new Instr.ScatterAlongAxis(0, A, B, f32(8)), f32(), i64())).contains("rank >= 2", "[8]");
+        assertThat(err(new Instr.ScatterAlongAxis(3, A, B, f32(1, 4, 8)), f32(1, 4), i64(1, 4))).contains("axis 3", "rank 3");
+        assertThat(err(new Instr.ScatterAlongAxis(-1, A, B, f32(1, 4, 8)), f32(1, 4), i64(1, 4))).contains("axis -1");
+        assertThat(err(new Instr.ScatterAlongAxis(2, A, B, f32(1, 4, 8)), f32(1, 8), i64(1, 8))).contains("[1, 4]", "[1, 8]");
+        assertThat(err(new Instr.ScatterAlongAxis(2, A, B, f32(1, 4, 8)), f32(1, 4), i64(1, 8))).contains("[1, 4]", "[1, 8]");
+        assertThat(err(new Instr.ScatterAlongAxis(2, A, B, f32(1, 4, 8)), f32(1, 4), f32(1, 4))).contains("I64");
+        assertThat(err(new Instr.ScatterAlongAxis(2, A, B, t(DType.F64, 1, 4, 8)), f32(1, 4), i64(1, 4))).contains("dtype", "F64");
+        assertThat(err(new Instr.ScatterAlongAxis(2, A, B, f32(1, 4, 8)), f32(1, 4), dev(i64(1, 4)))).contains("placements differ");
+        assertThat(err(new Instr.ScatterAlongAxis(2, A, B, dev(f32(1, 4, 8))), dev(f32(1, 4)), dev(i64(1, 4))))
+                .isEqualTo("let c: scatter_along_axis: checked device lowering is not available");
+    }
+
+    // ---- TypeRules directly (the kina.ad entry point)
+
+    @Test void inferIsPositionFree() {
+        Map<Var, TensorType> types = Map.of(A, f32(2, 3), B, f32(4, 5));
+        var m = assertThrows(TypeRules.Mismatch.class, () -> TypeRules.infer(new Instr.Matmul(A, B), types::get));
+        assertThat(m.op()).isEqualTo("matmul");
+        assertThat(m.getMessage()).startsWith("inner dims differ: ").contains("[2, 3]", "[4, 5]", "(K = 3 vs 4)");
+        assertThat(TypeRules.infer(new Instr.Transpose(A, Perm.lastTwo(2)), types::get)).isEqualTo(f32(3, 2));
+        Map<Var, TensorType> dev = Map.of(A, dev(f32(1, 4, 4)), B, dev(i64(1, 4)));
+        assertThatThrownBy(() -> TypeRules.infer(new Instr.ScatterAdd(A, B, dev(f32(8, 4))), dev::get))
+                .isInstanceOfSatisfying(TypeRules.Mismatch.class, e ->
+                        assertThat(e.describe()).isEqualTo("scatter_add: checked device lowering is not available"));
+    }
+
+    @Test void everyInstructionHasAnAcceptedSample() {
+        List<Instr> samples = List.of(new Instr.Input(f32(1)), new Instr.Literal(f32(1), new Payload(1)),
+                new Instr.Fill(f32(1), 0), new Instr.Neg(A), new Instr.Exp(A), new Instr.Log(A), new Instr.Add(A, A),
+                new Instr.Sub(A, A), new Instr.Mul(A, A), new Instr.Div(A, A), new Instr.Matmul(A, A),
+                new Instr.Reshape(A, sh(4)), new Instr.Transpose(A, Perm.of(1, 0)), new Instr.Broadcast(A, sh(2, 2)),
+                new Instr.Sum(A, 0, false), new Instr.LogSoftmax(A, 1), new Instr.Softmax(A, 0),
+                new Instr.TakeAlongAxis(A, B, 1), new Instr.Gather(A, B), new Instr.ScatterAdd(A, B, f32(3, 2)),
+                new Instr.ScatterAlongAxis(1, v("u"), B, f32(2, 2)));
+        Map<Var, TensorType> types = Map.of(A, f32(2, 2), B, i64(2), v("u"), f32(2));
+        for (Class<?> k : Instr.class.getPermittedSubclasses())
+            assertThat(samples).as(k.getSimpleName()).anyMatch(k::isInstance);
+        for (Instr s : samples) assertThat(TypeRules.infer(s, types::get)).as(s.op()).isNotNull();
+    }
+
+    // ---- properties
+
+    @Property void transposeThenInverseIsTheIdentity(@ForAll @Size(min = 1, max = 5) List<@IntRange(min = 1, max = 6) Integer> dims,
+                                                    @ForAll long seed) {
+        long[] d = dims.stream().mapToLong(Integer::longValue).toArray();
+        int[] p = java.util.stream.IntStream.range(0, d.length).toArray();
+        var rnd = new java.util.Random(seed);
+        for (int i = p.length - 1; i > 0; i--) { int j = rnd.nextInt(i + 1); int x = p[i]; p[i] = p[j]; p[j] = x; }
+        Perm perm = Perm.of(p);
+        TensorType t = f32(d);
+        TensorType once = TypeRules.infer(new Instr.Transpose(A, perm), Map.of(A, t)::get);
+        TensorType back = TypeRules.infer(new Instr.Transpose(A, perm.inverse()), Map.of(A, once)::get);
+        assertThat(back).isEqualTo(t);
+    }
+
+    @Property void sumKeepdimsThenBroadcastRestoresTheType(@ForAll @Size(min = 1, max = 5) List<@IntRange(min = 1, max = 6) Integer> dims,
+                                                           @ForAll @IntRange(min = 0, max = 4) int axis) {
+        long[] d = dims.stream().mapToLong(Integer::longValue).toArray();
+        int ax = axis % d.length;
+        TensorType t = f32(d);
+        TensorType s = TypeRules.infer(new Instr.Sum(A, ax, true), Map.of(A, t)::get);
+        assertThat(s.shape().dim(ax)).isEqualTo(1);
+        assertThat(TypeRules.infer(new Instr.Broadcast(A, t.shape()), Map.of(A, s)::get)).isEqualTo(t);
+    }
+}
