@@ -1,0 +1,526 @@
+package kina.syntax;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+import kina.ir.Block;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Let;
+import kina.ir.Payload;
+import kina.ir.Perm;
+import kina.ir.Placement;
+import kina.ir.Pos;
+import kina.ir.Program;
+import kina.ir.Rhs;
+import kina.ir.Shape;
+import kina.ir.TensorType;
+import kina.ir.Type;
+import kina.ir.Var;
+import kina.syntax.Lexer.Kind;
+import kina.syntax.Lexer.Token;
+
+/**
+ * The kina parser (DESIGN §2.1), producing the let-chain IR in A-normal form: every nested
+ * sub-expression that is not a bare identifier is bound to a temporary {@code %N} (one counter per
+ * program, post-order), placed just before the let that uses it, with {@code owner} the display
+ * name of the enclosing user let ({@code "result"} for the program's result expression; a fn
+ * body's result expression belongs to the let that binds the fn).
+ *
+ * <p>It checks grammar only; scoping and types are kina.check's. Errors are {@link SyntaxError}s
+ * at the offending token: {@code expected ')' but found 'in'}.
+ */
+public final class Parser {
+
+    // ---- the method table: one entry per method instruction ----------------------------------
+
+    /** What a positional method argument is: a tensor expression, a shape {@code [..]}, a permutation {@code [..]}. */
+    private enum Arg { TENSOR, SHAPE, PERM }
+
+    /** What a keyword argument's value is. */
+    private enum KwKind { INT, BOOL, NUMBER }
+
+    /** A keyword argument; {@code dflt} null when it is required. */
+    private record Kw(String name, KwKind kind, Object dflt) {}
+
+    /** The parsed arguments of one method call; positionals in order, keywords by name (defaults filled). */
+    private record Args(List<Object> pos, Map<String, Object> kw) {
+        Var var(int i) { return (Var) pos.get(i); }
+        Shape shape(int i) { return (Shape) pos.get(i); }
+        Perm perm(int i) { return (Perm) pos.get(i); }
+        int integer(String k) { return (Integer) kw.get(k); }
+        boolean bool(String k) { return (Boolean) kw.get(k); }
+        double number(String k) { return (Double) kw.get(k); }
+    }
+
+    @FunctionalInterface private interface Build { Instr of(Var receiver, Args a); }
+
+    /** {@code x.name(positionals…, kw=v, …)} builds one instruction. */
+    private record Method(String name, List<Arg> positional, List<Kw> keywords, Build build) {}
+
+    private static Method m(String name, List<Arg> positional, List<Kw> keywords, Build build) {
+        return new Method(name, positional, keywords, build);
+    }
+
+    private static final Kw AXIS = new Kw("axis", KwKind.INT, null);
+
+    /** Every method of the surface language (DESIGN §2.1); a new instruction adds one line here. */
+    private static final Map<String, Method> METHODS = table(
+            m("exp", List.of(), List.of(), (x, a) -> new Instr.Exp(x)),
+            m("log", List.of(), List.of(), (x, a) -> new Instr.Log(x)),
+            m("reshape", List.of(Arg.SHAPE), List.of(), (x, a) -> new Instr.Reshape(x, a.shape(0))),
+            m("transpose", List.of(Arg.PERM), List.of(), (x, a) -> new Instr.Transpose(x, a.perm(0))),
+            m("broadcast", List.of(Arg.SHAPE), List.of(), (x, a) -> new Instr.Broadcast(x, a.shape(0))),
+            m("sum", List.of(), List.of(AXIS, new Kw("keepdims", KwKind.BOOL, false)),
+                    (x, a) -> new Instr.Sum(x, a.integer("axis"), a.bool("keepdims"))),
+            m("softmax", List.of(), List.of(AXIS), (x, a) -> new Instr.Softmax(x, a.integer("axis"))),
+            m("log_softmax", List.of(), List.of(AXIS), (x, a) -> new Instr.LogSoftmax(x, a.integer("axis"))),
+            m("take_along_axis", List.of(Arg.TENSOR), List.of(AXIS),
+                    (x, a) -> new Instr.TakeAlongAxis(x, a.var(0), a.integer("axis"))),
+            m("gather", List.of(Arg.TENSOR), List.of(), (x, a) -> new Instr.Gather(x, a.var(0))));
+
+    private static Map<String, Method> table(Method... ms) {
+        Map<String, Method> t = new LinkedHashMap<>();
+        for (Method x : ms) t.put(x.name(), x);
+        return t;
+    }
+
+    /** IR-internal instructions that the printer shows as {@code %name(…)} and the parser refuses. */
+    private static final Map<String, String> INTERNAL = Map.of(
+            "scatter_add", "scatter_add is IR-internal (made by transform_ad); it has no surface form",
+            "scatter_along_axis", "scatter_along_axis is IR-internal (made by transform_ad); it has no surface form");
+
+    // ---- operands: an expression parsed but not yet bound ----------------------------------
+
+    /** A parsed expression: a bare name, or an Rhs still to be bound (to a user let or a temporary). */
+    private sealed interface Operand {
+        Pos pos();
+    }
+
+    private record Name(Var var, Pos pos) implements Operand {}
+
+    private record Pending(Rhs rhs, Pos pos) implements Operand {}
+
+    // ---- state ---------------------------------------------------------------------------------
+
+    private final List<Token> toks;
+    private int at;
+    private int temps;
+    private List<Let> out;
+    private String owner;
+
+    private Parser(List<Token> toks) { this.toks = toks; }
+
+    /** Parses a whole program; {@code file} names it in positions. Throws SyntaxError. */
+    public static Program parse(String file, String source) {
+        Parser p = new Parser(Lexer.lex(file, source));
+        Block body = p.block("result");
+        p.expectEnd();
+        return new Program(file, body);
+    }
+
+    // ---- blocks and lets -----------------------------------------------------------------------
+
+    /** {@code (let pat = expr in)* expr}; temporaries of the result expression are owned by {@code resultOwner}. */
+    private Block block(String resultOwner) {
+        List<Let> savedOut = out;
+        String savedOwner = owner;
+        out = new ArrayList<>();
+        while (peek().is("let")) {
+            Token letTok = next();
+            List<Var> binders = new ArrayList<>();
+            boolean destructure = peek().is("(");
+            if (destructure) {
+                next();
+                binders.add(new Var(ident("a name").text()));
+                while (accept(",")) binders.add(new Var(ident("a name").text()));
+                expect(")");
+            } else {
+                binders.add(new Var(ident("a name or '(' after 'let'").text()));
+            }
+            expect("=");
+            owner = destructure ? binders.toString() : binders.getFirst().name();
+            Operand e = expr();
+            if (e instanceof Name(Var y, Pos p)) {
+                String pat = destructure ? binders.stream().map(Var::name).collect(Collectors.joining(", ", "(", ")"))
+                        : binders.getFirst().name();
+                throw new SyntaxError(p, "let " + pat + " = " + y + " only renames " + y + "; use " + y + " directly");
+            }
+            expect("in");
+            out.add(new Let(binders, destructure, ((Pending) e).rhs(), letTok.pos(), null, null));
+        }
+        owner = resultOwner;
+        Pos resultPos = peek().pos();
+        Var result = bind(expr());
+        Block b = new Block(out, result, resultPos);
+        out = savedOut;
+        owner = savedOwner;
+        return b;
+    }
+
+    /** The Var of an operand: a bare name as is, an expression as a new temporary let. */
+    private Var bind(Operand o) {
+        return switch (o) {
+            case Name n -> n.var();
+            case Pending(Rhs rhs, Pos pos) -> {
+                Var t = new Var("%" + temps++);
+                out.add(new Let(List.of(t), false, rhs, pos, owner, null));
+                yield t;
+            }
+        };
+    }
+
+    // ---- expressions ---------------------------------------------------------------------------
+
+    /** {@code fn … | handle … | sum}; a let chain is only a whole program or fn body. */
+    private Operand expr() {
+        Token t = peek();
+        if (t.is("let"))
+            throw new SyntaxError(t.pos(), "a let chain can only be a whole program or fn body; bind its lets before this expression");
+        if (t.is("fn")) return fn();
+        if (t.is("handle")) return handle();
+        return sum();
+    }
+
+    private Operand fn() {
+        Pos pos = next().pos();
+        expect("(");
+        List<Rhs.Param> params = new ArrayList<>();
+        if (!peek().is(")")) {
+            do {
+                Token name = ident("a parameter name");
+                expect(":");
+                params.add(new Rhs.Param(new Var(name.text()), tensorType(), name.pos()));
+            } while (accept(","));
+        }
+        expect(")");
+        expect("->");
+        Type result;
+        if (accept("(")) {
+            List<Type> elems = new ArrayList<>();
+            do elems.add(tensorType()); while (accept(","));
+            expect(")");
+            result = new Type.Tuple(elems);
+        } else {
+            result = tensorType();
+        }
+        expect("{");
+        Block body = block(owner);
+        expect("}");
+        return new Pending(new Rhs.Fn(params, result, body), pos);
+    }
+
+    private Operand handle() {
+        Pos pos = next().pos();
+        Var f = new Var(ident("the name of a fn after 'handle'").text());
+        List<Var> args = args();
+        expect("with");
+        expect("reverseMode");
+        return new Pending(new Rhs.Handle(f, args), pos);
+    }
+
+    /** {@code ( expr, … )} after a callee, each argument bound. */
+    private List<Var> args() {
+        expect("(");
+        List<Var> args = new ArrayList<>();
+        if (!peek().is(")")) {
+            do args.add(bind(expr())); while (accept(","));
+        }
+        expect(")");
+        return args;
+    }
+
+    private Operand sum() {
+        Operand left = prod();
+        while (peek().is("+") || peek().is("-")) {
+            String op = next().text();
+            Var a = bind(left);
+            Var b = bind(prod());
+            left = new Pending(op.equals("+") ? new Instr.Add(a, b) : new Instr.Sub(a, b), left.pos());
+        }
+        return left;
+    }
+
+    private Operand prod() {
+        Operand left = unary();
+        while (peek().is("*") || peek().is("/") || peek().is("@")) {
+            String op = next().text();
+            Var a = bind(left);
+            Var b = bind(unary());
+            Instr i = switch (op) {
+                case "*" -> new Instr.Mul(a, b);
+                case "/" -> new Instr.Div(a, b);
+                default -> new Instr.Matmul(a, b);
+            };
+            left = new Pending(i, left.pos());
+        }
+        return left;
+    }
+
+    private Operand unary() {
+        if (peek().is("-")) {
+            Pos pos = next().pos();
+            return new Pending(new Instr.Neg(bind(unary())), pos);
+        }
+        return post();
+    }
+
+    private Operand post() {
+        Operand x = atom();
+        while (accept(".")) {
+            Token name = peek();
+            if (name.kind() != Kind.IDENT) throw expected("a method name after '.'", name);
+            next();
+            Method m = METHODS.get(name.text());
+            if (m == null)
+                throw new SyntaxError(name.pos(), "unknown method '" + name.text() + "'; known methods: "
+                        + String.join(", ", METHODS.keySet()));
+            Var receiver = bind(x);
+            x = new Pending(m.build().of(receiver, methodArgs(m)), x.pos());
+        }
+        return x;
+    }
+
+    /** {@code ( positionals…, kw=v, … )} for method m; defaults filled, missing or unknown keywords refused. */
+    private Args methodArgs(Method m) {
+        expect("(");
+        List<Object> pos = new ArrayList<>();
+        for (int k = 0; k < m.positional().size(); k++) {
+            if (k > 0) expect(",");
+            pos.add(switch (m.positional().get(k)) {
+                case TENSOR -> bind(expr());
+                case SHAPE -> new Shape(dims());
+                case PERM -> new Perm(ints());
+            });
+        }
+        Map<String, Object> kw = new HashMap<>();
+        if (m.keywords().isEmpty()) {
+            expect(")");
+        } else {
+            String known = m.keywords().stream().map(k -> k.name() + "=").collect(Collectors.joining(", "));
+            boolean first = pos.isEmpty();
+            while (!peek().is(")")) {
+                if (!first && !accept(",")) throw expected("',' or ')'", peek());
+                first = false;
+                Token name = peek();
+                if (name.kind() != Kind.IDENT || !toks.get(at + 1).is("="))
+                    throw expected("a keyword argument of " + m.name() + " (" + known + ")", name);
+                next();
+                next();
+                Kw spec = m.keywords().stream().filter(k -> k.name().equals(name.text())).findFirst().orElseThrow(
+                        () -> new SyntaxError(name.pos(), "unknown keyword argument '" + name.text() + "' of "
+                                + m.name() + "; it takes " + known));
+                if (kw.containsKey(spec.name()))
+                    throw new SyntaxError(name.pos(), "keyword argument '" + spec.name() + "' given twice");
+                kw.put(spec.name(), switch (spec.kind()) {
+                    case INT -> integer();
+                    case BOOL -> bool();
+                    case NUMBER -> number();
+                });
+            }
+            Token close = peek();
+            for (Kw k : m.keywords()) {
+                if (kw.containsKey(k.name())) continue;
+                if (k.dflt() == null)
+                    throw new SyntaxError(close.pos(), "missing keyword argument '" + k.name() + "' of " + m.name()
+                            + " (write " + m.name() + "(…, " + k.name() + "=…))");
+                kw.put(k.name(), k.dflt());
+            }
+            expect(")");
+        }
+        return new Args(pos, kw);
+    }
+
+    private Operand atom() {
+        Token t = peek();
+        switch (t.kind()) {
+            case IDENT -> {
+                next();
+                if (peek().is("(")) return new Pending(new Rhs.Call(new Var(t.text()), args()), t.pos());
+                return new Name(new Var(t.text()), t.pos());
+            }
+            case INTERNAL -> {
+                String name = t.text().substring(1);
+                String why = INTERNAL.get(name);
+                throw new SyntaxError(t.pos(), why != null ? why
+                        : "'" + t.text() + "' is an IR-internal name; write the expression itself");
+            }
+            case KEYWORD -> {
+                if (t.is("tensor")) {
+                    TensorType type = tensorType();
+                    if (!accept("payload")) return new Pending(new Instr.Input(type), t.pos());
+                    expect("{");
+                    List<Double> vs = new ArrayList<>();
+                    if (!peek().is("}")) {
+                        do vs.add(number()); while (accept(","));
+                    }
+                    expect("}");
+                    double[] values = new double[vs.size()];
+                    for (int k = 0; k < values.length; k++) values[k] = vs.get(k);
+                    return new Pending(new Instr.Literal(type, new Payload(values)), t.pos());
+                }
+                if (t.is("ones") || t.is("zeros") || t.is("fill")) {
+                    next();
+                    expect("(");
+                    TensorType type = tensorType();
+                    double v = t.is("ones") ? 1.0 : 0.0;
+                    if (t.is("fill")) {
+                        expect(",");
+                        v = number();
+                    }
+                    expect(")");
+                    return new Pending(new Instr.Fill(type, v), t.pos());
+                }
+            }
+            case PUNCT -> {
+                if (t.is("(")) {
+                    next();
+                    Operand first = expr();
+                    if (!peek().is(",")) {
+                        expect(")");
+                        return first instanceof Pending(Rhs rhs, Pos p) ? new Pending(rhs, t.pos()) : first;
+                    }
+                    List<Var> elems = new ArrayList<>();
+                    elems.add(bind(first));
+                    while (accept(",")) elems.add(bind(expr()));
+                    expect(")");
+                    return new Pending(new Rhs.Tuple(elems), t.pos());
+                }
+            }
+            case NUMBER, EOF -> { }
+        }
+        if (t.kind() == Kind.NUMBER)
+            throw new SyntaxError(t.pos(), "expected an expression but found '" + t.text()
+                    + "' (numbers appear only in payloads, fill and keyword arguments; a scalar is a tensor)");
+        throw expected("an expression", t);
+    }
+
+    // ---- types and static arguments ----------------------------------------------------------
+
+    /** {@code tensor<DTYPE, [d, …], @placement>}. */
+    private TensorType tensorType() {
+        expect("tensor");
+        expect("<");
+        Token d = ident("a dtype");
+        DType dtype = DType.parse(d.text());
+        if (dtype == null)
+            throw new SyntaxError(d.pos(), "unknown dtype '" + d.text() + "'; expected one of "
+                    + java.util.Arrays.stream(DType.values()).map(DType::spelling).collect(Collectors.joining(", ")));
+        expect(",");
+        Shape shape = new Shape(dims());
+        expect(",");
+        expect("@");
+        Token p = ident("a placement (host or device)");
+        Placement placement = Placement.parse(p.text());
+        if (placement == null)
+            throw new SyntaxError(p.pos(), "unknown placement '@" + p.text() + "'; expected @host or @device");
+        expect(">");
+        return new TensorType(dtype, shape, placement);
+    }
+
+    /** A shape {@code [d, …]}: non-negative integers. */
+    private long[] dims() {
+        expect("[");
+        List<Long> ds = new ArrayList<>();
+        if (!peek().is("]")) {
+            do {
+                Token t = peek();
+                if (t.is("-")) {
+                    Token num = toks.get(at + 1);
+                    throw new SyntaxError(t.pos(), "negative dim -" + (num.kind() == Kind.NUMBER ? num.text() : "")
+                            + " in a shape; dims must be >= 0");
+                }
+                ds.add(longInt(next()));
+            } while (accept(","));
+        }
+        expect("]");
+        return ds.stream().mapToLong(Long::longValue).toArray();
+    }
+
+    /** A permutation {@code [i, …]}: integers (validity is a type rule). */
+    private int[] ints() {
+        expect("[");
+        List<Integer> xs = new ArrayList<>();
+        if (!peek().is("]")) {
+            do xs.add(integer()); while (accept(","));
+        }
+        expect("]");
+        return xs.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** An int, optionally negative. */
+    private int integer() {
+        boolean neg = accept("-");
+        Token t = next();
+        long v = longInt(t);
+        if (v > Integer.MAX_VALUE) throw new SyntaxError(t.pos(), "integer '" + t.text() + "' is too large");
+        return neg ? -(int) v : (int) v;
+    }
+
+    private long longInt(Token t) {
+        if (t.kind() != Kind.NUMBER) throw expected("an integer", t);
+        if (!t.text().chars().allMatch(Character::isDigit)) throw expected("an integer", t);
+        try {
+            return Long.parseLong(t.text());
+        } catch (NumberFormatException e) {
+            throw new SyntaxError(t.pos(), "integer '" + t.text() + "' is too large");
+        }
+    }
+
+    private boolean bool() {
+        Token t = next();
+        if (t.is("true")) return true;
+        if (t.is("false")) return false;
+        throw expected("true or false", t);
+    }
+
+    /** A number, optionally negative; also {@code inf} and {@code nan}. */
+    private double number() {
+        boolean neg = accept("-");
+        Token t = next();
+        double v;
+        if (t.kind() == Kind.NUMBER) v = Double.parseDouble(t.text());
+        else if (t.kind() == Kind.IDENT && t.text().equals("inf")) v = Double.POSITIVE_INFINITY;
+        else if (t.kind() == Kind.IDENT && t.text().equals("nan")) v = Double.NaN;
+        else throw expected("a number", t);
+        return neg ? -v : v;
+    }
+
+    // ---- tokens --------------------------------------------------------------------------------
+
+    private Token peek() { return toks.get(at); }
+
+    private Token next() {
+        Token t = toks.get(at);
+        if (t.kind() != Kind.EOF) at++;
+        return t;
+    }
+
+    private boolean accept(String s) {
+        if (!peek().is(s)) return false;
+        next();
+        return true;
+    }
+
+    private void expect(String s) {
+        if (!accept(s)) throw expected("'" + s + "'", peek());
+    }
+
+    private Token ident(String what) {
+        Token t = peek();
+        if (t.kind() != Kind.IDENT) throw expected(what, t);
+        return next();
+    }
+
+    private void expectEnd() {
+        if (peek().kind() != Kind.EOF) throw expected("end of input", peek());
+    }
+
+    private static SyntaxError expected(String what, Token found) {
+        return new SyntaxError(found.pos(), "expected " + what + " but found " + found.describe());
+    }
+}
