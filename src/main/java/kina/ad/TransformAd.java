@@ -41,14 +41,17 @@ public final class TransformAd {
      * and a tuple result (R, g over floating params), or R alone when there is none.
      *
      * @param name  f's name, for messages
-     * @param taken names in use; recorded names avoid them (and are added)
      */
-    public static Rhs.Fn reverseFn(String name, Rhs.Fn fn, Set<String> taken) {
+    public static Rhs.Fn reverseFn(String name, Rhs.Fn fn) {
         Map<Var, TensorType> scope = new HashMap<>();
         for (var e : Checker.scope(fn).entrySet())
             if (e.getValue() instanceof TensorType t) scope.put(e.getKey(), t);
         List<TensorType> paramTypes = fn.params().stream().map(Rhs.Param::type).toList();
         boolean anyFloating = paramTypes.stream().anyMatch(t -> t.dtype().floating());
+        // A fn body is a closed scope: recorded names need only avoid the fn's own names.
+        Set<String> taken = new HashSet<>();
+        for (Rhs.Param prm : fn.params()) taken.add(prm.name().name());
+        collectNames(fn.body(), taken);
         Recording rec = new Recording(scope, taken);
         Primals<Var> primals = new Primals<>() {
             @Override public Var of(Var v) { return v; }
@@ -87,7 +90,7 @@ public final class TransformAd {
                 if (g == null) {
                     Let def = find(h.fn(), seen, chain);
                     Rhs.Fn target = (Rhs.Fn) def.rhs();
-                    Rhs.Fn rev = reverseFn(h.fn().name(), target, taken);
+                    Rhs.Fn rev = reverseFn(h.fn().name(), target);
                     g = new Var(fresh(h.fn().name() + "_grad", taken));
                     Type.Fn ft = new Type.Fn(rev.params().stream().map(Rhs.Param::type).toList(), rev.result());
                     out.add(new Let(List.of(g), false, rev, let.pos(), null, ft));
