@@ -46,13 +46,14 @@ public final class Main implements Callable<Integer> {
                 err.println(k.oneLine());
                 return 1;
             }
-            if (ex instanceof StackOverflowError || ex instanceof OutOfMemoryError) {
-                err.println("error: " + ex.getClass().getSimpleName() + " (the program is too large or too deep for this JVM)");
-                return 1;
-            }
             err.println("internal error: " + ex + (debug ? "" : " (run with --debug for the stack trace)"));
             return 3;
         });
-        return cl.execute(args);
+        try {
+            return cl.execute(args);
+        } catch (StackOverflowError | OutOfMemoryError e) {
+            err.println("error: " + e.getClass().getSimpleName() + " (the program is too large or too deep for this JVM)");
+            return 1;
+        }
     }
 }

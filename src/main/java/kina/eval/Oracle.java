@@ -35,8 +35,8 @@ public final class Oracle implements Interpreter.ReverseMode {
         };
         Tensor s = seed != null ? seed : ReverseScan.onesSeed(f.fn(), p, Eager.INSTANCE);
         if (seed != null && !seed.type().equals(p.type(f.fn().body().result())))
-            throw new EvalError(at.pos(), "let " + at.displayName() + ": the seed cotangent has type " + seed.type()
-                    + " but " + f.name() + " returns " + p.type(f.fn().body().result()));
+            throw new EvalError("the seed cotangent has type " + seed.type()
+                    + " but " + f.name() + " returns " + p.type(f.fn().body().result())).at(at);
         var out = ReverseScan.reverse(f.name(), f.fn(), p, s, Eager.INSTANCE);
         if (out.cotangents().isEmpty()) return out.result();
         List<Value> elems = new ArrayList<>();

@@ -1,0 +1,281 @@
+package kina.eval;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import kina.check.Checker;
+import kina.ir.Block;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Let;
+import kina.ir.Placement;
+import kina.ir.Pos;
+import kina.ir.Program;
+import kina.ir.Rhs;
+import kina.ir.Shape;
+import kina.ir.TensorType;
+import kina.ir.Type;
+import kina.ir.Var;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+
+/**
+ * Every VJP rule on random shapes and values: the recorded gradient equals the oracle bit for bit
+ * (F32 and F64), and both agree with central finite differences in F64. Each case differentiates
+ * {@code z = op(…) * w} with a random weight w, so the seed reaching the rule is not uniform
+ * (Σ softmax would have a zero gradient and prove nothing).
+ */
+class GradCheckTest {
+
+    static final List<String> OPS = List.of("neg", "exp", "log", "add", "sub", "mul", "div", "matmul", "reshape",
+            "transpose", "broadcast", "sum", "softmax", "log_softmax", "take_along_axis", "gather", "reuse", "chain",
+            "scatter_add", "scatter_along_axis");
+
+    @Provide Arbitrary<String> ops() { return Arbitraries.of(OPS); }
+
+    @Property(tries = 160)
+    void recordedEqualsOracleBitForBit(@ForAll("ops") String op, @ForAll long seed) {
+        for (DType dt : new DType[] {DType.F32, DType.F64}) {
+            Case c = Case.make(op, new SplittableRandom(seed), dt);
+            List<Tensor> rec = Programs.recorded(c.program, c.inputs);
+            List<Tensor> ora = Programs.oracle(c.program, c.inputs);
+            AdExamplesTest.assertBits(rec, ora, op + " " + dt);
+        }
+    }
+
+    @Property(tries = 80)
+    void agreesWithCentralFiniteDifferencesInF64(@ForAll("ops") String op, @ForAll long seed) {
+        Case c = Case.make(op, new SplittableRandom(seed), DType.F64);
+        List<Tensor> grads = Programs.recorded(c.program, c.inputs);
+        int gi = 1;
+        for (Rhs.Param p : c.params) {
+            if (!p.type().dtype().floating()) continue;
+            Tensor g = grads.get(gi++);
+            Tensor x = c.inputs.get(p.name().name());
+            for (int i = 0; i < x.size(); i++) {
+                double xi = x.floats()[i];
+                double h = 1e-6 * Math.max(1, Math.abs(xi));
+                double fp = c.value(p.name().name(), i, xi + h), fm = c.value(p.name().name(), i, xi - h);
+                double fd = (fp - fm) / ((xi + h) - (xi - h));
+                double err = Math.abs(fd - g.floats()[i]) / Math.max(1, Math.abs(g.floats()[i]));
+                assertThat(err).as("%s: d/d%s[%d]: finite difference %s vs gradient %s", op, p.name(), i, fd, g.floats()[i])
+                        .isLessThan(1e-6);
+            }
+        }
+    }
+
+    /** A differentiated fn f, a program {@code handle f(…)} and random inputs. */
+    static final class Case {
+        final List<Rhs.Param> params = new ArrayList<>();
+        final List<Let> lets = new ArrayList<>();
+        final Map<String, Tensor> inputs = new LinkedHashMap<>();
+        final SplittableRandom rng;
+        final DType dt;
+        Program program;
+        Program forward;
+
+        Case(SplittableRandom rng, DType dt) { this.rng = rng; this.dt = dt; }
+
+        TensorType t(long... dims) { return new TensorType(dt, new Shape(dims), Placement.HOST); }
+
+        Var param(String name, TensorType type, double lo, double hi) {
+            Var v = new Var(name);
+            params.add(new Rhs.Param(v, type, Pos.NONE));
+            int n = Math.toIntExact(type.shape().vol());
+            double[] d = new double[n];
+            for (int i = 0; i < n; i++) {
+                double mag = lo + (hi - lo) * rng.nextDouble();
+                d[i] = lo >= 0 ? mag : mag;
+            }
+            inputs.put(name, Tensor.ofFloats(type, d));
+            return v;
+        }
+
+        Var ids(String name, long bound, long... dims) {
+            TensorType type = new TensorType(DType.I64, new Shape(dims), Placement.HOST);
+            Var v = new Var(name);
+            params.add(new Rhs.Param(v, type, Pos.NONE));
+            long[] l = new long[Math.toIntExact(type.shape().vol())];
+            for (int i = 0; i < l.length; i++) l[i] = rng.nextLong(Math.min(bound, 3));   // few classes: repeats
+            inputs.put(name, Tensor.ofInts(type, l));
+            return v;
+        }
+
+        Var let(String name, Instr ins) {
+            Var v = new Var(name);
+            lets.add(Let.of(v, ins, Pos.NONE));
+            return v;
+        }
+
+        long[] dims(int rank) {
+            long[] d = new long[rank];
+            for (int i = 0; i < rank; i++) d[i] = 1 + rng.nextInt(4);
+            return d;
+        }
+
+        /** Closes the body with z = y * w and builds the programs. */
+        void finish(Var y, Shape yShape) {
+            Var w = param("w", t(yShape.dims()), -1, 1);
+            Var z = let("z", new Instr.Mul(y, w));
+            List<Let> body = new ArrayList<>(lets);
+            Rhs.Fn fn = new Rhs.Fn(params, t(yShape.dims()), new Block(body, z, Pos.NONE));
+            program = Checker.check(wrap(fn, true));
+            forward = Checker.check(wrap(fn, false));
+        }
+
+        private Program wrap(Rhs.Fn fn, boolean handle) {
+            List<Let> top = new ArrayList<>();
+            top.add(Let.of(new Var("f"), fn, Pos.NONE));
+            List<Var> args = new ArrayList<>();
+            for (Rhs.Param p : params) {
+                top.add(Let.of(p.name(), new Instr.Input(p.type()), Pos.NONE));
+                args.add(p.name());
+            }
+            Var r = new Var("r");
+            top.add(Let.of(r, handle ? new Rhs.Handle(new Var("f"), args) : new Rhs.Call(new Var("f"), args), Pos.NONE));
+            return new Program("gradcheck", new Block(top, r, Pos.NONE));
+        }
+
+        /** Σ f(inputs with element i of {@code name} set to v), in double. */
+        double value(String name, int i, double v) {
+            Map<String, Tensor> in = new HashMap<>(inputs);
+            Tensor x = inputs.get(name);
+            double[] d = x.floats().clone();
+            d[i] = v;
+            in.put(name, Tensor.ofFloats(x.type(), d));
+            Tensor out = (Tensor) new Interpreter(in).run(forward);
+            double s = 0;
+            for (double e : out.floats()) s += e;
+            return s;
+        }
+
+        static Case make(String op, SplittableRandom rng, DType dt) {
+            Case c = new Case(rng, dt);
+            int rank = 1 + rng.nextInt(3);
+            long[] d = c.dims(rank);
+            switch (op) {
+                case "neg", "exp" -> {
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    c.finish(c.let("y", op.equals("neg") ? new Instr.Neg(x) : new Instr.Exp(x)), new Shape(d));
+                }
+                case "log" -> c.finish(c.let("y", new Instr.Log(c.param("x", c.t(d), 0.5, 1.5))), new Shape(d));
+                case "add", "sub", "mul" -> {
+                    Var a = c.param("a", c.t(d), -1, 1), b = c.param("b", c.t(d), -1, 1);
+                    Instr ins = switch (op) {
+                        case "add" -> new Instr.Add(a, b);
+                        case "sub" -> new Instr.Sub(a, b);
+                        default -> new Instr.Mul(a, b);
+                    };
+                    c.finish(c.let("y", ins), new Shape(d));
+                }
+                case "div" -> {
+                    Var a = c.param("a", c.t(d), -1, 1), b = c.param("b", c.t(d), 0.5, 1.5);
+                    c.finish(c.let("y", new Instr.Div(a, b)), new Shape(d));
+                }
+                case "matmul" -> {
+                    int r = 2 + rng.nextInt(3);
+                    long[] batch = c.dims(r - 2);
+                    long m = 1 + rng.nextInt(4), k = 1 + rng.nextInt(4), n = 1 + rng.nextInt(4);
+                    Shape sa = new Shape(batch).concat(m, k), sb = new Shape(batch).concat(k, n);
+                    Var a = c.param("a", c.t(sa.dims()), -1, 1), b = c.param("b", c.t(sb.dims()), -1, 1);
+                    c.finish(c.let("y", new Instr.Matmul(a, b)), new Shape(batch).concat(m, n));
+                }
+                case "reshape" -> {
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    long vol = new Shape(d).vol();
+                    Shape to = rng.nextBoolean() ? Shape.of(vol) : Shape.of(1, vol);
+                    c.finish(c.let("y", new Instr.Reshape(x, to)), to);
+                }
+                case "transpose" -> {
+                    int r = 2 + rng.nextInt(3);
+                    long[] dd = c.dims(r);
+                    int[] perm = new int[r];
+                    for (int i = 0; i < r; i++) perm[i] = i;
+                    for (int i = r - 1; i > 0; i--) { int j = rng.nextInt(i + 1); int t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+                    Var x = c.param("x", c.t(dd), -1, 1);
+                    kina.ir.Perm p = kina.ir.Perm.of(perm);
+                    c.finish(c.let("y", new Instr.Transpose(x, p)), p.apply(new Shape(dd)));
+                }
+                case "broadcast" -> {
+                    long[] to = c.dims(rank);
+                    for (int i = 0; i < rank; i++) to[i] = 2 + rng.nextInt(3);
+                    long[] from = to.clone();
+                    for (int i = 0; i < rank; i++) if (rng.nextBoolean()) from[i] = 1;
+                    Var x = c.param("x", c.t(from), -1, 1);
+                    c.finish(c.let("y", new Instr.Broadcast(x, new Shape(to))), new Shape(to));
+                }
+                case "sum" -> {
+                    int axis = rng.nextInt(rank);
+                    boolean keep = rng.nextBoolean();
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    Shape out = keep ? new Shape(d).with(axis, 1) : new Shape(d).drop(axis);
+                    c.finish(c.let("y", new Instr.Sum(x, axis, keep)), out);
+                }
+                case "softmax", "log_softmax" -> {
+                    int axis = rng.nextInt(rank);
+                    Var x = c.param("x", c.t(d), -2, 2);
+                    c.finish(c.let("y", op.equals("softmax") ? new Instr.Softmax(x, axis) : new Instr.LogSoftmax(x, axis)), new Shape(d));
+                }
+                case "take_along_axis" -> {
+                    int r = 2 + rng.nextInt(2);
+                    long[] dd = c.dims(r);
+                    int axis = rng.nextInt(r);
+                    Shape rho = new Shape(dd).drop(axis);
+                    Var idx = c.ids("idx", dd[axis], rho.dims());
+                    Var x = c.param("x", c.t(dd), -1, 1);
+                    c.finish(c.let("y", new Instr.TakeAlongAxis(x, idx, axis)), rho);
+                }
+                case "gather" -> {
+                    long v = 2 + rng.nextInt(5), dim = 1 + rng.nextInt(4);
+                    long[] sigma = c.dims(1 + rng.nextInt(2));
+                    Var ids = c.ids("ids", v, sigma);
+                    Var vals = c.param("values", c.t(v, dim), -1, 1);
+                    c.finish(c.let("y", new Instr.Gather(vals, ids)), new Shape(sigma).concat(dim));
+                }
+                case "reuse" -> {                         // x·x + x: three uses of x, accumulation order
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    Var sq = c.let("sq", new Instr.Mul(x, x));
+                    c.finish(c.let("y", new Instr.Add(sq, x)), new Shape(d));
+                }
+                case "chain" -> {                         // exp(log_softmax(x)) · x / x.sum(keepdims).broadcast
+                    int axis = rng.nextInt(rank);
+                    Var x = c.param("x", c.t(d), 0.5, 1.5);
+                    Var ls = c.let("ls", new Instr.LogSoftmax(x, axis));
+                    Var e = c.let("e", new Instr.Exp(ls));
+                    Var s = c.let("s", new Instr.Sum(x, axis, true));
+                    Var b = c.let("b", new Instr.Broadcast(s, new Shape(d)));
+                    Var q = c.let("q", new Instr.Div(x, b));
+                    c.finish(c.let("y", new Instr.Mul(e, q)), new Shape(d));
+                }
+                case "scatter_add" -> {                   // closure: the adjoint of gather has a rule too
+                    long v = 2 + rng.nextInt(5), dim = 1 + rng.nextInt(4);
+                    long[] sigma = c.dims(1 + rng.nextInt(2));
+                    Var ids = c.ids("ids", v, sigma);
+                    Var u = c.param("u", c.t(new Shape(sigma).concat(dim).dims()), -1, 1);
+                    TensorType dest = c.t(v, dim);
+                    c.finish(c.let("y", new Instr.ScatterAdd(u, ids, dest)), dest.shape());
+                }
+                case "scatter_along_axis" -> {
+                    int r = 2 + rng.nextInt(2);
+                    long[] dd = c.dims(r);
+                    int axis = rng.nextInt(r);
+                    Shape rho = new Shape(dd).drop(axis);
+                    Var idx = c.ids("idx", dd[axis], rho.dims());
+                    Var u = c.param("u", c.t(rho.dims()), -1, 1);
+                    c.finish(c.let("y", new Instr.ScatterAlongAxis(axis, u, idx, c.t(dd))), new Shape(dd));
+                }
+                default -> throw new IllegalArgumentException(op);
+            }
+            return c;
+        }
+    }
+
+}
