@@ -121,6 +121,25 @@ class NpyTest {
         }
     }
 
+    @Test void theBundledExampleInputsHaveTheDeclaredTypes() {
+        Path nll = Path.of("examples/inputs/nll");
+        Npy.read(nll.resolve("logits.npy"), host(DType.F32, 1, 4, 8));
+        assertThat(Npy.read(nll.resolve("targets.npy"), host(DType.I64, 1, 4)).ints()).containsExactly(3, 1, 3, 7);
+
+        Path lm = Path.of("examples/inputs/storylm0");
+        assertThat(Npy.read(lm.resolve("token_ids.npy"), host(DType.I64, 1, 4)).ints()).containsExactly(3, 1, 3, 7);
+        Npy.read(lm.resolve("emb.npy"), host(DType.F32, 8, 4));
+        double[] mask = Npy.read(lm.resolve("mask.npy"), host(DType.F32, 1, 1, 4, 4)).floats();
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                assertThat(Double.doubleToRawLongBits(mask[4 * i + j]))
+                        .isEqualTo(Double.doubleToRawLongBits(j <= i ? 0.0 : -1e9));
+        assertThat(Npy.read(lm.resolve("scale.npy"), host(DType.F32, 1, 1, 1, 1)).floats())
+                .containsExactly((double) (float) (1 / Math.sqrt(2)));
+        for (String w : new String[] {"wq", "wk", "wv", "wo"}) Npy.read(lm.resolve(w + ".npy"), host(DType.F32, 4, 4));
+        Npy.read(lm.resolve("lm_head.npy"), host(DType.F32, 4, 8));
+    }
+
     // ---- round trips ----
 
     @Test void roundTripsEveryDtypeBitForBit() {
