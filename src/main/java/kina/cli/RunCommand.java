@@ -64,15 +64,18 @@ final class RunCommand implements Callable<Integer> {
                         + " (it has: " + String.join(", ", declared.keySet()) + ")");
         Map<String, Long> bounds = Inputs.indexBounds(prog);
         SplittableRandom rng = randomSeed == null ? null : new SplittableRandom(randomSeed);
+        List<String> missing = new ArrayList<>();
+        for (var e : declared.entrySet())
+            if (!inputs.containsKey(e.getKey()) && rng == null) missing.add(e.getKey() + " : " + e.getValue());
+        if (!missing.isEmpty())
+            throw new KinaException(null, "inputs not given: " + String.join(", ", missing)
+                    + " (pass --input NAME=FILE.npy for each, or --random-inputs SEED)");
         Map<String, Tensor> given = new HashMap<>();
         for (var e : declared.entrySet()) {
             String name = e.getKey();
-            Tensor t;
-            if (inputs.containsKey(name)) t = Inputs.load(name, inputs.get(name), e.getValue());
-            else if (rng != null) t = Inputs.random(e.getValue(), bounds.getOrDefault(name, 2L), rng);
-            else throw new KinaException(null, "input " + name + " : " + e.getValue()
-                    + " is not given (pass --input " + name + "=FILE.npy, or --random-inputs SEED)");
-            given.put(name, t);
+            given.put(name, inputs.containsKey(name)
+                    ? Inputs.load(name, inputs.get(name), e.getValue())
+                    : Inputs.random(e.getValue(), bounds.getOrDefault(name, 2L), rng));
         }
         Interpreter in = new Interpreter(given, new Oracle());
         Value result = in.run(prog);

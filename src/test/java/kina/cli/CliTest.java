@@ -1,0 +1,129 @@
+package kina.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import kina.check.Checker;
+import kina.eval.Npy;
+import kina.eval.Tensor;
+import kina.syntax.Parser;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The kina command end to end: results, files written, and one-line errors with exit 1. */
+class CliTest {
+    record Result(int code, String out, String err) {}
+
+    static Result kina(String... args) {
+        StringWriter out = new StringWriter(), err = new StringWriter();
+        int code = Main.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+        return new Result(code, out.toString(), err.toString());
+    }
+
+    static final String[] NLL_INPUTS = {"--input", "logits=examples/inputs/nll/logits.npy", "--input", "targets=examples/inputs/nll/targets.npy"};
+
+    @Test void runsTheNllExampleWithItsBundledInputs() {
+        Result r = kina(concat(new String[] {"run", "examples/nll.kina"}, NLL_INPUTS));
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out()).contains("result_0 : tensor<F32, [1, 4], @host>")
+                .contains("[[1.528892, 2.197689, 1.7837839, 2.0354364]]")
+                .contains("result_1 : tensor<F32, [1, 4, 8], @host>");
+    }
+
+    @Test void oracleAndRecordedPrintTheSame() {
+        Result a = kina(concat(new String[] {"run", "examples/storylm0_ad_step.kina", "--random-inputs", "3"}));
+        Result b = kina(concat(new String[] {"run", "examples/storylm0_ad_step.kina", "--random-inputs", "3", "--oracle"}));
+        assertThat(a.code()).as(a.err()).isZero();
+        assertThat(a.out()).isEqualTo(b.out()).contains("result : tensor<F32, [8, 4], @host>");
+    }
+
+    @Test void randomInputsGiveFiniteResultsOfTheRightShapes() {
+        Result r = kina("run", "examples/storylm0_forward.kina", "--random-inputs", "1");
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out()).startsWith("result : tensor<F32, [1, 4, 8], @host>").doesNotContain("NaN").doesNotContain("Infinity");
+        Result n = kina("run", "examples/nll.kina", "--random-inputs", "1");
+        assertThat(n.code()).as(n.err()).isZero();
+        assertThat(n.out()).contains("result_0 : tensor<F32, [1, 4], @host>").doesNotContain("NaN");
+    }
+
+    @Test void outWritesOneNpyPerResult(@TempDir Path dir) {
+        Result r = kina(concat(new String[] {"run", "examples/nll.kina", "--out", dir.toString()}, NLL_INPUTS));
+        assertThat(r.code()).as(r.err()).isZero();
+        Tensor loss = Npy.read(dir.resolve("result_0.npy"));
+        Tensor g = Npy.read(dir.resolve("result_1.npy"));
+        assertThat(loss.shape().dims()).containsExactly(1, 4);
+        assertThat(g.shape().dims()).containsExactly(1, 4, 8);
+        Result single = kina("run", "examples/storylm0_ad_step.kina", "--random-inputs", "1", "--out", dir.toString());
+        assertThat(single.code()).as(single.err()).isZero();
+        assertThat(Files.exists(dir.resolve("result.npy"))).isTrue();
+    }
+
+    @Test void gradPrintsAProgramThatChecksOnceTheInternalFormIsAbsent() throws Exception {
+        Result r = kina("grad", "examples/storylm0_ad_step.kina");
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out()).contains("let storylm0_fwd_grad = fn(").contains("let g_logits = ones(tensor<F32, [1, 4, 8], @host>) in")
+                .contains("%scatter_add(");
+        // The reshape example has no internal node: its printed gradient program re-parses and checks.
+        Result reshape = kina("grad", "examples/ad_reshape.kina");
+        Checker.check(Parser.parse("grad.kina", reshape.out()));
+    }
+
+    @Test void gradDotWritesAGraph(@TempDir Path dir) throws Exception {
+        Path dot = dir.resolve("g.dot");
+        Result r = kina("grad", "examples/ad_gather.kina", "--dot", dot.toString());
+        assertThat(r.code()).as(r.err()).isZero();
+        String text = Files.readString(dot);
+        assertThat(text).startsWith("digraph kina {").contains("scatter_add").contains("fillcolor");
+    }
+
+    @Test void checkPrintsEveryLetsType() {
+        Result r = kina("check", "examples/nll.kina");
+        assertThat(r.code()).isZero();
+        assertThat(r.out()).contains("log_probs : tensor<F32, [1, 4, 8], @host>").contains("targets : tensor<I64, [1, 4], @host>");
+    }
+
+    @Test void badInputIsOneLineWithAPositionAndExitOne(@TempDir Path dir) throws Exception {
+        Path trunc = dir.resolve("trunc.kina");
+        Files.writeString(trunc, Files.readString(Path.of("examples/nll.kina")).substring(0, 200));
+        assertOneLine(kina("check", trunc.toString()), trunc + ":", "expected");
+
+        Path meth = dir.resolve("meth.kina");
+        Files.writeString(meth, Files.readString(Path.of("examples/nll.kina")).replace("log_softmax(axis=2)", "logsoftmax(axis=2)"));
+        assertOneLine(kina("check", meth.toString()), meth + ":", "unknown method 'logsoftmax'");
+
+        Path mm = dir.resolve("mm.kina");
+        Files.writeString(mm, "let a = tensor<F32, [2, 3], @host> in\nlet b = tensor<F32, [4, 5], @host> in\nlet c = a @ b in\nc\n");
+        assertOneLine(kina("run", mm.toString(), "--random-inputs", "1"), mm + ":3:1:", "let c: matmul: inner dims differ");
+
+        Path ids = dir.resolve("ids.npy");
+        Npy.write(ids, Tensor.of(kina.ir.DType.I64, new long[] {1, 4}, 3, 1, 8, 7));
+        assertOneLine(kina("run", "examples/ad_gather.kina", "--input", "ids=" + ids, "--random-inputs", "2"),
+                "examples/ad_gather.kina:6:3:", "let y: gather index out of bounds: indices[0, 2] = 8, not in [0, 8)");
+
+        assertOneLine(kina("run", dir.resolve("missing.kina").toString()), "error:", "no such file");
+        assertOneLine(kina("run", "examples/nll.kina"), "error:", "inputs not given: targets : tensor<I64, [1, 4], @host>, logits");
+        assertOneLine(kina("run", "examples/nll.kina", "--input", "nope=x.npy"), "error:", "no input or parameter named nope");
+    }
+
+    @Test void debugShowsTheStackTrace(@TempDir Path dir) throws Exception {
+        Path mm = dir.resolve("mm.kina");
+        Files.writeString(mm, "let a = tensor<F32, [2, 3], @host> in\nlet b = tensor<F32, [4, 5], @host> in\nlet c = a @ b in\nc\n");
+        Result r = kina("check", mm.toString(), "--debug");
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err()).contains("at kina.");
+    }
+
+    static void assertOneLine(Result r, String prefix, String text) {
+        assertThat(r.code()).as(r.err()).isEqualTo(1);
+        assertThat(r.err().strip()).doesNotContain("\n").startsWith(prefix).contains(text).doesNotContain("Exception");
+    }
+
+    static String[] concat(String[] a, String... b) {
+        String[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+}
