@@ -257,8 +257,17 @@ public final class Kernels {
                 }
             return make(out, z);
         }
-        DType d = a.dtype();
-        double[] x = a.floats(), y = b.floats(), z = new double[size];   // +0.0 when K = 0
+        double[] z = a.dtype() == DType.F32 ? Matmul.f32(a.floats(), b.floats(), batch, m, k, n)
+                : Matmul.f64(a.floats(), b.floats(), batch, m, k, n);
+        return make(out, z);
+    }
+
+    /**
+     * The scalar twin of the floating matmul: the specification {@link Matmul} is tested against.
+     * out[.., i, j] = r(…r(r(a_i0·b_0j) + r(a_i1·b_1j))…) in increasing p; +0.0 when K = 0.
+     */
+    static double[] matmulScalar(DType d, double[] x, double[] y, int batch, int m, int k, int n) {
+        double[] z = new double[batch * m * n];
         for (int bt = 0; bt < batch; bt++)
             for (int i = 0; i < m; i++) {
                 int aRow = (bt * m + i) * k, zRow = (bt * m + i) * n;
@@ -272,7 +281,7 @@ public final class Kernels {
                     }
                 }
             }
-        return make(out, z);
+        return z;
     }
 
     // ---- shape --------------------------------------------------------------------------------
