@@ -1,0 +1,14 @@
+package kina.model;
+
+import kina.ir.KinaException;
+
+/** A model configuration that cannot be used: one line, {@code config <where>: <problem>}. */
+public final class ConfigError extends KinaException {
+    public ConfigError(String where, String problem) {
+        super(null, "config " + where + ": " + problem);
+    }
+
+    public ConfigError(String where, String problem, Throwable cause) {
+        super(null, "config " + where + ": " + problem, cause);
+    }
+}
