@@ -14,6 +14,8 @@ import java.nio.file.StandardOpenOption;
  * the file system offers one). Readers see the old file or the new one, never a mix.
  */
 public final class AtomicFiles {
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
+
     private AtomicFiles() {}
 
     /** Writes {@code bytes} to {@code target} atomically; CheckpointError when the file system refuses. */
@@ -23,8 +25,9 @@ public final class AtomicFiles {
         Path tmp = null;
         try {
             Files.createDirectories(dir);
-            tmp = Files.createTempFile(dir, "." + abs.getFileName() + ".", ".tmp");
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+            // CREATE_NEW with the default permissions (0666 less the umask), unlike createTempFile's 0600
+            tmp = dir.resolve("." + abs.getFileName() + "." + Long.toHexString(RANDOM.nextLong()) + ".tmp");
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.CREATE_NEW)) {
                 java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(bytes);
                 while (buf.hasRemaining()) ch.write(buf);
                 ch.force(true);

@@ -241,7 +241,7 @@ public final class Checkpoint {
                     needText(file, data, "file"), needText(file, data, "sha256"),
                     pairs(file, need(file, o, "train_loss")), pairs(file, need(file, o, "val_loss")), extra);
         } catch (ConfigError e) {
-            throw new CheckpointError(file, e.getMessage().replaceFirst("^config \\S+: ", "config: "), e);
+            throw new CheckpointError(file, "config: " + e.problem(), e);
         }
     }
 

@@ -126,18 +126,18 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
             if (!node.get("toy").isBoolean()) throw new ConfigError(where, "toy must be true or false");
             toy = node.get("toy").asBoolean();
         }
-        return new Config(name,
-                integer(where, node, "vocab"),
-                integer(where, node, "d_model"),
-                heads,
-                node.has("kv_heads") ? integer(where, node, "kv_heads") : heads,
-                integer(where, node, "seq"),
-                integer(where, node, "layers"),
-                integer(where, node, "mlp_hidden"),
-                node.has("rope_base") ? number(where, node, "rope_base") : ROPE_BASE,
-                node.has("eps") ? number(where, node, "eps") : EPS,
-                toy);
+        int vocab = integer(where, node, "vocab"), dModel = integer(where, node, "d_model");
+        int kvHeads = node.has("kv_heads") ? integer(where, node, "kv_heads") : heads;
+        int seq = integer(where, node, "seq"), layers = integer(where, node, "layers"), mlp = integer(where, node, "mlp_hidden");
+        double ropeBase = node.has("rope_base") ? number(where, node, "rope_base") : ROPE_BASE;
+        double eps = node.has("eps") ? number(where, node, "eps") : EPS;
+        try {
+            return new Config(name, vocab, dModel, heads, kvHeads, seq, layers, mlp, ropeBase, eps, toy);
+        } catch (ConfigError e) {
+            throw new ConfigError(where, e.problem());
+        }
     }
+
 
     /** This config as a JSON object with every key (the form {@link #fromJson} reads). */
     public ObjectNode toJson() {
