@@ -1,0 +1,47 @@
+package kina.model;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Whole-file writes that a crash cannot leave half done: the bytes go to a temp file in the target's
+ * directory, are forced to disk, and the temp file is renamed over the target (an atomic move where
+ * the file system offers one). Readers see the old file or the new one, never a mix.
+ */
+public final class AtomicFiles {
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
+
+    private AtomicFiles() {}
+
+    /** Writes {@code bytes} to {@code target} atomically; CheckpointError when the file system refuses. */
+    public static void write(Path target, byte[] bytes) {
+        Path abs = target.toAbsolutePath();
+        Path dir = abs.getParent();
+        Path tmp = null;
+        try {
+            Files.createDirectories(dir);
+            // CREATE_NEW with the default permissions (0666 less the umask), unlike createTempFile's 0600
+            tmp = dir.resolve("." + abs.getFileName() + "." + Long.toHexString(RANDOM.nextLong()) + ".tmp");
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.CREATE_NEW)) {
+                java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(bytes);
+                while (buf.hasRemaining()) ch.write(buf);
+                ch.force(true);
+            }
+            try {
+                Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING);
+            }
+            tmp = null;
+        } catch (IOException e) {
+            throw new CheckpointError(target, "cannot write: " + e.getMessage(), e);
+        } finally {
+            if (tmp != null) try { Files.deleteIfExists(tmp); } catch (IOException ignored) { /* best effort */ }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+package kina.model;
+
+import java.util.SplittableRandom;
+
+/**
+ * A sampler of language-model batches over bytes [from, to) of a text: each row is a window of
+ * {@code seq + 1} consecutive bytes starting at a uniform random offset; the inputs are its first
+ * {@code seq} bytes and the targets its last {@code seq} (the next byte at every position).
+ *
+ * <p>The batch for step {@code s} depends only on (seed, s): it is drawn from
+ * {@code new SplittableRandom(mix(seed, s))}, so a run resumed at step s sees the batches the
+ * uninterrupted run would have seen.
+ */
+public final class Batches {
+    /** Token ids, int[batch][seq] each; targets[b][t] is the byte after inputs[b][t]. */
+    public record Batch(int[][] inputs, int[][] targets) {}
+
+    private final byte[] bytes;
+    private final int from;
+    private final int windows;
+    private final int batch;
+    private final int seq;
+    private final long seed;
+
+    /** Throws DataError when [from, to) is shorter than seq + 1 bytes; IllegalArgumentException for batch or seq < 1. */
+    public Batches(String name, byte[] bytes, int from, int to, int batch, int seq, long seed) {
+        if (batch < 1 || seq < 1) throw new IllegalArgumentException("batch " + batch + " and seq " + seq + " must be positive");
+        if (from < 0 || to > bytes.length || from > to) throw new IllegalArgumentException("range [" + from + ", " + to + ") outside " + bytes.length + " bytes");
+        long n = (long) to - from;
+        if (n < seq + 1L)
+            throw new DataError(name, "too short for seq " + seq + ": " + n + " bytes, need at least " + (seq + 1));
+        this.bytes = bytes;
+        this.from = from;
+        this.windows = (int) (n - seq);
+        this.batch = batch;
+        this.seq = seq;
+        this.seed = seed;
+    }
+
+    public int batch() { return batch; }
+
+    public int seq() { return seq; }
+
+    /** The batch for step {@code step}. */
+    public Batch at(long step) {
+        SplittableRandom r = new SplittableRandom(mix(seed, step));
+        int[][] in = new int[batch][seq];
+        int[][] tg = new int[batch][seq];
+        for (int b = 0; b < batch; b++) {
+            int start = from + r.nextInt(windows);
+            for (int t = 0; t < seq; t++) {
+                in[b][t] = bytes[start + t] & 0xff;
+                tg[b][t] = bytes[start + t + 1] & 0xff;
+            }
+        }
+        return new Batch(in, tg);
+    }
+
+    /** A 64-bit hash of (seed, step): SplitMix64's finalizer over both, so nearby pairs give unrelated streams. */
+    public static long mix(long seed, long step) {
+        return fmix(fmix(seed) ^ (step * 0x9E3779B97F4A7C15L + 0x632BE59BD9B4E019L));
+    }
+
+    private static long fmix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+}

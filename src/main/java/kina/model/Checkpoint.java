@@ -1,0 +1,318 @@
+package kina.model;
+
+import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Map.Entry;
+import kina.eval.Tensor;
+import kina.ir.TensorType;
+
+/**
+ * A training checkpoint: a directory {@code ROOT/step-000123/} holding {@code model.safetensors}
+ * (the weights), {@code optimizer.safetensors} (the optimizer's moments, possibly none) and
+ * {@code state.json} (format version, config, optimizer name and hyperparameters, step, seed, data
+ * file and its SHA-256, the loss history, and the SHA-256 of both tensor files), plus a pointer
+ * file {@code ROOT/latest} naming the newest step directory.
+ *
+ * <p>Crash safety: every file is written to a temp name in its directory and renamed over the
+ * target ({@link AtomicFiles}). A save first deletes the step directory's old {@code state.json},
+ * then writes the two tensor files, then {@code state.json}, then {@code latest}. So a directory
+ * with a {@code state.json} is complete (and its recorded digests match its tensor files), and
+ * {@code latest} only ever names a complete directory; a crash leaves the previous {@code latest}.
+ *
+ * <p>Reading refuses, with one-line CheckpointErrors: a missing directory or file, a directory
+ * without a checkpoint, corrupt or foreign JSON, a wrong format version, tensor files that are
+ * not the ones state.json recorded, and (see {@link #requireTensors}) tensors missing, unexpected
+ * or of the wrong shape.
+ */
+public final class Checkpoint {
+    public static final int FORMAT_VERSION = 1;
+    public static final String FORMAT = "kina-checkpoint";
+    public static final String MODEL_FILE = "model.safetensors";
+    public static final String OPTIMIZER_FILE = "optimizer.safetensors";
+    public static final String STATE_FILE = "state.json";
+    public static final String LATEST_FILE = "latest";
+
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    private Checkpoint() {}
+
+    /**
+     * Everything but the tensors. {@code hyper}: the optimizer's hyperparameters by name (lr,
+     * beta1, …); {@code dataFile}: the training file or {@link Corpus#EMBEDDED}; {@code trainLoss}
+     * and {@code valLoss}: (step, loss) pairs so far; {@code extra}: free-form strings.
+     */
+    public record State(Config config, String optimizer, Map<String, Double> hyper, long step, long seed,
+                        String dataFile, String dataSha256, List<double[]> trainLoss, List<double[]> valLoss,
+                        Map<String, String> extra) {
+        public State {
+            hyper = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(hyper));
+            trainLoss = List.copyOf(trainLoss);
+            valLoss = List.copyOf(valLoss);
+            extra = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(extra));
+        }
+    }
+
+    /** A checkpoint read back: the step directory it came from, its state, weights and moments. */
+    public record Loaded(Path dir, State state, Map<String, Tensor> weights, Map<String, Tensor> moments) {
+        /** Throws CheckpointError unless the weights are exactly {@code expected} (names, dtypes, shapes). */
+        public Loaded requireWeights(Map<String, TensorType> expected) {
+            requireTensors(dir.resolve(MODEL_FILE), weights, expected, state.config().name());
+            return this;
+        }
+
+        /** Throws CheckpointError unless the optimizer moments are exactly {@code expected}. */
+        public Loaded requireMoments(Map<String, TensorType> expected) {
+            requireTensors(dir.resolve(OPTIMIZER_FILE), moments, expected, state.config().name());
+            return this;
+        }
+    }
+
+    /** The directory name of step {@code step}: {@code step-000123}. */
+    public static String stepDirName(long step) {
+        return String.format("step-%06d", step);
+    }
+
+    /** Saves into {@code root/step-NNNNNN/} and points {@code root/latest} at it; returns the step directory. */
+    public static Path save(Path root, State state, Map<String, Tensor> weights, Map<String, Tensor> moments) {
+        Path dir = root.resolve(stepDirName(state.step()));
+        try {
+            Files.createDirectories(dir);
+            Files.deleteIfExists(dir.resolve(STATE_FILE));
+        } catch (IOException e) {
+            throw new CheckpointError(dir, "cannot write: " + e.getMessage(), e);
+        }
+        byte[] model = SafeTensors.encode(weights, Map.of("format", "pt"));
+        byte[] opt = SafeTensors.encode(moments, Map.of("format", "pt"));
+        AtomicFiles.write(dir.resolve(MODEL_FILE), model);
+        AtomicFiles.write(dir.resolve(OPTIMIZER_FILE), opt);
+        AtomicFiles.write(dir.resolve(STATE_FILE), stateJson(state, sha256(model), sha256(opt)));
+        AtomicFiles.write(root.resolve(LATEST_FILE), (dir.getFileName() + "\n").getBytes(StandardCharsets.UTF_8));
+        return dir;
+    }
+
+    /**
+     * Loads a checkpoint: {@code path} is a step directory (it holds state.json) or a root whose
+     * {@code latest} names one.
+     */
+    public static Loaded load(Path path) {
+        Path dir = resolve(path);
+        Path statePath = dir.resolve(STATE_FILE);
+        String text;
+        try {
+            text = Files.readString(statePath);
+        } catch (NoSuchFileException e) {
+            throw new CheckpointError(statePath, "file not found");
+        } catch (IOException e) {
+            throw new CheckpointError(statePath, "cannot read: " + e.getMessage(), e);
+        }
+        JsonNode node;
+        try {
+            node = JSON.readTree(text);
+        } catch (JacksonException e) {
+            throw new CheckpointError(statePath, "corrupt JSON: " + e.getOriginalMessage(), e);
+        }
+        if (node == null || !node.isObject() || !FORMAT.equals(text(node, "format")))
+            throw new CheckpointError(statePath, "not a kina checkpoint state (no \"format\": \"" + FORMAT + "\")");
+        JsonNode v = node.get("format_version");
+        if (v == null || !v.isInt()) throw new CheckpointError(statePath, "no format_version");
+        if (v.intValue() != FORMAT_VERSION)
+            throw new CheckpointError(statePath, "format version " + v.intValue() + "; this kina reads version " + FORMAT_VERSION);
+        State state = parseState(statePath, node);
+        Map<String, Tensor> weights = readChecked(dir.resolve(MODEL_FILE), node, "model_sha256");
+        Map<String, Tensor> moments = readChecked(dir.resolve(OPTIMIZER_FILE), node, "optimizer_sha256");
+        return new Loaded(dir, state, weights, moments);
+    }
+
+    /**
+     * Throws CheckpointError unless {@code got} holds exactly the tensors {@code expected} names,
+     * each of the expected dtype and shape. {@code file} and {@code configName} name them in errors.
+     */
+    public static void requireTensors(Path file, Map<String, Tensor> got, Map<String, TensorType> expected, String configName) {
+        for (Entry<String, TensorType> e : expected.entrySet()) {
+            Tensor t = got.get(e.getKey());
+            if (t == null) throw new CheckpointError(file, "missing tensor '" + e.getKey() + "' (config " + configName + ")");
+            TensorType want = e.getValue();
+            if (t.dtype() != want.dtype() || !t.shape().equals(want.shape()))
+                throw new CheckpointError(file, "tensor '" + e.getKey() + "' is " + t.dtype() + t.shape()
+                        + ", config " + configName + " needs " + want.dtype() + want.shape());
+        }
+        for (String name : got.keySet())
+            if (!expected.containsKey(name)) throw new CheckpointError(file, "unexpected tensor '" + name + "' (config " + configName + ")");
+    }
+
+    private static Path resolve(Path path) {
+        if (!Files.exists(path)) throw new CheckpointError(path, "checkpoint directory not found");
+        if (!Files.isDirectory(path)) throw new CheckpointError(path, "not a checkpoint directory");
+        if (Files.exists(path.resolve(STATE_FILE))) return path;
+        Path latest = path.resolve(LATEST_FILE);
+        if (Files.exists(latest)) {
+            String name;
+            try {
+                name = Files.readString(latest).strip();
+            } catch (IOException e) {
+                throw new CheckpointError(latest, "cannot read: " + e.getMessage(), e);
+            }
+            if (!name.matches("step-\\d+")) throw new CheckpointError(latest, "corrupt pointer: expected a step-NNNNNN name");
+            Path dir = path.resolve(name);
+            if (!Files.exists(dir.resolve(STATE_FILE))) throw new CheckpointError(latest, "names " + name + ", which holds no complete checkpoint");
+            return dir;
+        }
+        if (Files.exists(path.resolve(MODEL_FILE)))
+            throw new CheckpointError(path, "incomplete checkpoint (no " + STATE_FILE + "; its save did not finish)");
+        throw new CheckpointError(path, "no checkpoint here (neither " + STATE_FILE + " nor " + LATEST_FILE + ")");
+    }
+
+    private static Map<String, Tensor> readChecked(Path file, JsonNode state, String key) {
+        byte[] b;
+        try {
+            b = Files.readAllBytes(file);
+        } catch (NoSuchFileException e) {
+            throw new CheckpointError(file, "file not found");
+        } catch (IOException e) {
+            throw new CheckpointError(file, "cannot read: " + e.getMessage(), e);
+        }
+        Map<String, Tensor> tensors = SafeTensors.decode(file, b).tensors();
+        String want = text(state, key);
+        if (want != null && !want.equals(sha256(b)))
+            throw new CheckpointError(file, "does not match " + STATE_FILE + " (SHA-256 differs): the file was changed or replaced");
+        return tensors;
+    }
+
+    private static byte[] stateJson(State s, String modelSha, String optSha) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("format", FORMAT);
+        o.put("format_version", FORMAT_VERSION);
+        o.set("config", s.config().toJson());
+        ObjectNode opt = o.putObject("optimizer");
+        opt.put("name", s.optimizer());
+        ObjectNode hyper = opt.putObject("hyper");
+        for (Entry<String, Double> e : s.hyper().entrySet()) putNumber(hyper, e.getKey(), e.getValue());
+        o.put("step", s.step());
+        o.put("seed", s.seed());
+        ObjectNode data = o.putObject("data");
+        data.put("file", s.dataFile());
+        data.put("sha256", s.dataSha256());
+        o.set("train_loss", pairs(s.trainLoss()));
+        o.set("val_loss", pairs(s.valLoss()));
+        ObjectNode extra = o.putObject("extra");
+        for (Entry<String, String> e : s.extra().entrySet()) extra.put(e.getKey(), e.getValue());
+        o.put("model_sha256", modelSha);
+        o.put("optimizer_sha256", optSha);
+        try {
+            return JSON.writeValueAsBytes(o);
+        } catch (JacksonException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static State parseState(Path file, JsonNode o) {
+        try {
+            Config config = Config.fromJson(file.toString(), o.get("config"), "?");
+            JsonNode opt = need(file, o, "optimizer");
+            Map<String, Double> hyper = new LinkedHashMap<>();
+            JsonNode h = need(file, opt, "hyper");
+            for (Entry<String, JsonNode> e : h.properties()) {
+                hyper.put(e.getKey(), number(file, e.getValue()));
+            }
+            JsonNode data = need(file, o, "data");
+            Map<String, String> extra = new LinkedHashMap<>();
+            JsonNode x = o.get("extra");
+            if (x != null) for (Entry<String, JsonNode> e : x.properties()) {
+                extra.put(e.getKey(), e.getValue().asText());
+            }
+            return new State(config, needText(file, opt, "name"), hyper,
+                    needLong(file, o, "step"), needLong(file, o, "seed"),
+                    needText(file, data, "file"), needText(file, data, "sha256"),
+                    pairs(file, need(file, o, "train_loss")), pairs(file, need(file, o, "val_loss")), extra);
+        } catch (ConfigError e) {
+            throw new CheckpointError(file, "config: " + e.problem(), e);
+        }
+    }
+
+    private static ArrayNode pairs(List<double[]> ps) {
+        ArrayNode a = JSON.createArrayNode();
+        for (double[] p : ps) {
+            ArrayNode q = a.addArray();
+            for (double d : p) {
+                if (Double.isFinite(d)) q.add(d);
+                else q.add(Double.toString(d));
+            }
+        }
+        return a;
+    }
+
+    private static List<double[]> pairs(Path file, JsonNode a) {
+        if (!a.isArray()) throw new CheckpointError(file, "corrupt state: a loss history is not an array");
+        List<double[]> out = new ArrayList<>();
+        for (JsonNode q : a) {
+            if (!q.isArray()) throw new CheckpointError(file, "corrupt state: a loss entry is not an array");
+            double[] p = new double[q.size()];
+            for (int i = 0; i < p.length; i++) p[i] = number(file, q.get(i));
+            out.add(p);
+        }
+        return out;
+    }
+
+    private static void putNumber(ObjectNode o, String key, double d) {
+        if (Double.isFinite(d)) o.put(key, d);
+        else o.put(key, Double.toString(d));
+    }
+
+    private static double number(Path file, JsonNode v) {
+        if (v.isNumber()) return v.doubleValue();
+        if (v.isTextual()) switch (v.asText()) {
+            case "NaN" -> { return Double.NaN; }
+            case "Infinity" -> { return Double.POSITIVE_INFINITY; }
+            case "-Infinity" -> { return Double.NEGATIVE_INFINITY; }
+            default -> { }
+        }
+        throw new CheckpointError(file, "corrupt state: " + v + " is not a number");
+    }
+
+    private static JsonNode need(Path file, JsonNode o, String key) {
+        JsonNode v = o.get(key);
+        if (v == null || v.isNull()) throw new CheckpointError(file, "corrupt state: missing '" + key + "'");
+        return v;
+    }
+
+    private static String needText(Path file, JsonNode o, String key) {
+        JsonNode v = need(file, o, key);
+        if (!v.isTextual()) throw new CheckpointError(file, "corrupt state: '" + key + "' is not a string");
+        return v.asText();
+    }
+
+    private static long needLong(Path file, JsonNode o, String key) {
+        JsonNode v = need(file, o, key);
+        if (!v.isIntegralNumber() || !v.canConvertToLong()) throw new CheckpointError(file, "corrupt state: '" + key + "' is not an integer");
+        return v.longValue();
+    }
+
+    private static String text(JsonNode o, String key) {
+        JsonNode v = o.get(key);
+        return v != null && v.isTextual() ? v.asText() : null;
+    }
+
+    static String sha256(byte[] b) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

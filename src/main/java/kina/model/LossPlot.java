@@ -1,0 +1,85 @@
+package kina.model;
+
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.List;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.BitmapEncoder.BitmapFormat;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
+import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler.LegendPosition;
+import org.knowm.xchart.style.markers.SeriesMarkers;
+
+/**
+ * A PNG line chart of a run's losses (nats per byte) against the step: the training loss, the
+ * validation loss, and the unigram-entropy baseline as a dashed horizontal line. Drawn headless
+ * (sets {@code java.awt.headless=true}) and written atomically (temp file, then rename).
+ */
+public final class LossPlot {
+    private LossPlot() {}
+
+    /**
+     * Writes the chart to {@code png}. {@code train} and {@code val} hold (step, loss) pairs; either
+     * may be empty; non-finite losses are left out. {@code baseline} NaN draws no baseline.
+     * CheckpointError when the file cannot be written.
+     */
+    public static void write(Path png, List<double[]> train, List<double[]> val, double baseline) {
+        AtomicFiles.write(png, render(train, val, baseline, 800, 500));
+    }
+
+    /** The chart as PNG bytes, {@code width} × {@code height} pixels. */
+    public static byte[] render(List<double[]> train, List<double[]> val, double baseline, int width, int height) {
+        System.setProperty("java.awt.headless", "true");
+        XYChart chart = new XYChartBuilder().width(width).height(height)
+                .title("Loss").xAxisTitle("step").yAxisTitle("cross-entropy (nats/byte)").build();
+        chart.getStyler().setLegendPosition(LegendPosition.InsideNE);
+        chart.getStyler().setChartBackgroundColor(Color.WHITE);
+        chart.getStyler().setPlotGridLinesVisible(true);
+
+        double lo = Double.POSITIVE_INFINITY, hi = Double.NEGATIVE_INFINITY;
+        for (List<double[]> s : List.of(train, val))
+            for (double[] p : s) if (finite(p)) { lo = Math.min(lo, p[0]); hi = Math.max(hi, p[0]); }
+        if (lo > hi) { lo = 0; hi = 1; }
+        if (lo == hi) hi = lo + 1;
+
+        add(chart, "train", train, new Color(0x1f77b4), false);
+        add(chart, "validation", val, new Color(0xd62728), true);
+        if (Double.isFinite(baseline)) {
+            XYSeries b = chart.addSeries(String.format("unigram baseline %.3f", baseline),
+                    new double[] {lo, hi}, new double[] {baseline, baseline});
+            b.setMarker(SeriesMarkers.NONE);
+            b.setLineColor(Color.GRAY);
+            b.setLineStyle(new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
+        }
+        if (chart.getSeriesMap().isEmpty()) {
+            XYSeries e = chart.addSeries("no data", new double[] {0, 1}, new double[] {0, 0});
+            e.setMarker(SeriesMarkers.NONE);
+            e.setLineColor(new Color(0, 0, 0, 0));
+        }
+        try {
+            return BitmapEncoder.getBitmapBytes(chart, BitmapFormat.PNG);
+        } catch (IOException e) {
+            throw new IllegalStateException("PNG encoding failed", e);
+        }
+    }
+
+    private static void add(XYChart chart, String name, List<double[]> pts, Color color, boolean markers) {
+        int n = 0;
+        for (double[] p : pts) if (finite(p)) n++;
+        if (n == 0) return;
+        double[] x = new double[n], y = new double[n];
+        int i = 0;
+        for (double[] p : pts) if (finite(p)) { x[i] = p[0]; y[i] = p[1]; i++; }
+        XYSeries s = chart.addSeries(name, x, y);
+        s.setLineColor(color);
+        s.setMarkerColor(color);
+        s.setMarker(markers ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
+    }
+
+    private static boolean finite(double[] p) {
+        return p.length >= 2 && Double.isFinite(p[0]) && Double.isFinite(p[1]);
+    }
+}

@@ -1,0 +1,147 @@
+package kina.model;
+
+import java.io.PrintStream;
+import java.io.Console;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.function.LongSupplier;
+import me.tongfei.progressbar.ConsoleProgressBarConsumer;
+import me.tongfei.progressbar.ProgressBar;
+import me.tongfei.progressbar.ProgressBarBuilder;
+import me.tongfei.progressbar.ProgressBarStyle;
+
+/**
+ * Training progress: step/total, loss, validation loss, tokens per second and ETA. On a terminal
+ * a progress bar (me.tongfei progressbar) redrawn in place; elsewhere (CI, a pipe, a log file)
+ * plain lines every {@code every} steps and at the last step; or nothing (tests).
+ *
+ * <p>Tokens per second and the ETA count only the steps done since this Progress began, so a
+ * resumed run reports its own speed.
+ */
+public final class Progress implements AutoCloseable {
+    public enum Mode {
+        BAR, LINES, OFF;
+
+        /** BAR when standard output is a terminal, else LINES. */
+        public static Mode auto() {
+            Console c = System.console();
+            return c != null && c.isTerminal() ? BAR : LINES;
+        }
+    }
+
+    private final Mode mode;
+    private final long start;
+    private final long total;
+    private final long tokensPerStep;
+    private final long every;
+    private final PrintStream out;
+    private final LongSupplier nanos;
+    private final long t0;
+    private final ProgressBar bar;
+    private long lastStep;
+    private double lastLoss = Double.NaN, lastVal = Double.NaN;
+    private boolean lastPrinted = true;
+
+    /**
+     * Starts reporting a run from {@code startStep} (0 for a fresh run) to {@code totalSteps};
+     * each step consumes {@code tokensPerStep} tokens (batch × seq).
+     */
+    public Progress(Mode mode, String task, long startStep, long totalSteps, long tokensPerStep, long every, PrintStream out) {
+        this(mode, task, startStep, totalSteps, tokensPerStep, every, out, System::nanoTime);
+    }
+
+    /** As above, with a clock (nanoseconds) for tests. */
+    public Progress(Mode mode, String task, long startStep, long totalSteps, long tokensPerStep, long every, PrintStream out, LongSupplier nanos) {
+        if (every < 1) throw new IllegalArgumentException("every must be positive, got " + every);
+        this.mode = mode;
+        this.start = startStep;
+        this.total = totalSteps;
+        this.tokensPerStep = tokensPerStep;
+        this.every = every;
+        this.out = out;
+        this.nanos = nanos;
+        this.t0 = nanos.getAsLong();
+        this.lastStep = startStep;
+        if (mode == Mode.BAR) quietTerminal();
+        this.bar = switch (mode) {
+            case BAR -> new ProgressBarBuilder().setTaskName(task).setInitialMax(totalSteps)
+                    .startsFrom(startStep, Duration.ZERO)
+                    .setStyle(ProgressBarStyle.COLORFUL_UNICODE_BLOCK)
+                    .setConsumer(new ConsoleProgressBarConsumer(out))
+                    .setUpdateIntervalMillis(250)
+                    .build();
+            case LINES, OFF -> null;
+        };
+    }
+
+    /**
+     * Keeps jline (the bar's terminal library) off its JNI provider, whose native-library load
+     * prints a JDK "restricted method" warning; the exec provider (stty) sizes the bar instead.
+     * A property the user set on the command line wins.
+     */
+    private static void quietTerminal() {
+        for (String key : new String[] {"org.jline.terminal.exec.redirectPipeCreationMode", "org.jline.terminal.pty.fileDescriptorCreationMode"})
+            if (System.getProperty(key) == null) System.setProperty(key, "reflection");
+        if (System.getProperty("org.jline.terminal.jni") == null) System.setProperty("org.jline.terminal.jni", "false");
+    }
+
+    /** Reports that {@code step} is done with training loss {@code loss}; {@code valLoss} NaN when not measured yet. */
+    public void update(long step, double loss, double valLoss) {
+        lastStep = step;
+        lastLoss = loss;
+        if (!Double.isNaN(valLoss)) lastVal = valLoss;
+        switch (mode) {
+            case BAR -> {
+                bar.stepTo(step);
+                bar.setExtraMessage(metrics(loss, lastVal, tokensPerSecond()));
+            }
+            case LINES -> {
+                lastPrinted = step % every == 0 || step == total;
+                if (lastPrinted) out.println(line());
+            }
+            case OFF -> { }
+        }
+    }
+
+    /** Tokens per second since this Progress began (0 before the first step). */
+    public double tokensPerSecond() {
+        double s = (nanos.getAsLong() - t0) / 1e9;
+        long steps = lastStep - start;
+        return s > 0 && steps > 0 ? steps * (double) tokensPerStep / s : 0;
+    }
+
+    /** The estimated time to the last step, or null before the first step. */
+    public Duration eta() {
+        long steps = lastStep - start;
+        if (steps <= 0) return null;
+        double perStep = (nanos.getAsLong() - t0) / (double) steps;
+        return Duration.ofNanos((long) (perStep * Math.max(0, total - lastStep)));
+    }
+
+    /** The plain line for the latest update: {@code step 120/1000  loss 2.3456  val 2.4012  1234 tok/s  eta 0:03:12}. */
+    public String line() {
+        int w = Long.toString(total).length();
+        return String.format(Locale.ROOT, "step %" + w + "d/%d  %s  eta %s", lastStep, total,
+                metrics(lastLoss, lastVal, tokensPerSecond()), clock(eta()));
+    }
+
+    private static String metrics(double loss, double val, double tps) {
+        return String.format(Locale.ROOT, "loss %.4f  val %s  %.0f tok/s", loss,
+                Double.isNaN(val) ? "-" : String.format(Locale.ROOT, "%.4f", val), tps);
+    }
+
+    private static String clock(Duration d) {
+        if (d == null) return "-";
+        long s = d.toSeconds();
+        return String.format(Locale.ROOT, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+    }
+
+    /** Finishes the bar, or prints the last line if the line mode skipped it. */
+    @Override public void close() {
+        switch (mode) {
+            case BAR -> bar.close();
+            case LINES -> { if (!lastPrinted) { out.println(line()); lastPrinted = true; } }
+            case OFF -> { }
+        }
+    }
+}

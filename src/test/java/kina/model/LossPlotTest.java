@@ -1,0 +1,38 @@
+package kina.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.awt.image.BufferedImage;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import javax.imageio.ImageIO;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LossPlotTest {
+    @TempDir Path tmp;
+
+    @Test void writesAPng() throws IOException {
+        List<double[]> train = new ArrayList<>(), val = new ArrayList<>();
+        for (int s = 1; s <= 200; s++) train.add(new double[] {s, 5.5 * Math.exp(-s / 40.0) + 1.6 + 0.05 * Math.sin(s)});
+        for (int s = 25; s <= 200; s += 25) val.add(new double[] {s, 5.5 * Math.exp(-s / 40.0) + 1.7});
+        train.add(new double[] {201, Double.NaN});   // a diverged step is left out, not fatal
+        Path png = tmp.resolve("loss.png");
+        LossPlot.write(png, train, val, 3.02);
+        BufferedImage img = ImageIO.read(png.toFile());
+        assertThat(img.getWidth()).isEqualTo(800);
+        assertThat(img.getHeight()).isEqualTo(500);
+        try (var s = Files.list(tmp)) { assertThat(s).containsExactly(png); }
+    }
+
+    @Test void emptyHistoriesStillPlot() throws IOException {
+        Path png = tmp.resolve("empty.png");
+        LossPlot.write(png, List.of(), List.of(), Double.NaN);
+        assertThat(ImageIO.read(png.toFile())).isNotNull();
+        LossPlot.write(png, List.of(new double[] {1, 2.0}), List.of(), 3.0);
+        assertThat(ImageIO.read(png.toFile())).isNotNull();
+    }
+}

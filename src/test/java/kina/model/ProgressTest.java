@@ -1,0 +1,54 @@
+package kina.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+class ProgressTest {
+    private final ByteArrayOutputStream buf = new ByteArrayOutputStream();
+    private final PrintStream out = new PrintStream(buf, true, StandardCharsets.UTF_8);
+    private final AtomicLong clock = new AtomicLong(0);
+
+    private String printed() { return buf.toString(StandardCharsets.UTF_8); }
+
+    @Test void linesEveryNStepsWithSpeedAndEta() {
+        try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 1000, 512, 100, out, clock::get)) {
+            for (int s = 1; s <= 250; s++) {
+                clock.addAndGet(10_000_000);   // 10 ms a step
+                p.update(s, 3.0 - s * 0.001, s >= 200 ? 2.9 : Double.NaN);
+            }
+        }
+        assertThat(printed().lines().toList()).containsExactly(
+                "step  100/1000  loss 2.9000  val -  51200 tok/s  eta 0:00:09",
+                "step  200/1000  loss 2.8000  val 2.9000  51200 tok/s  eta 0:00:08",
+                "step  250/1000  loss 2.7500  val 2.9000  51200 tok/s  eta 0:00:07");
+    }
+
+    @Test void aResumedRunCountsOnlyItsOwnSteps() {
+        try (Progress p = new Progress(Progress.Mode.LINES, "train", 500, 1000, 100, 50, out, clock::get)) {
+            clock.set(2_000_000_000L);
+            p.update(550, 1.5, Double.NaN);
+            assertThat(p.tokensPerSecond()).isEqualTo(2500.0);
+            assertThat(p.eta().toSeconds()).isEqualTo(18);
+        }
+        assertThat(printed()).isEqualTo("step  550/1000  loss 1.5000  val -  2500 tok/s  eta 0:00:18\n");
+    }
+
+    @Test void offPrintsNothing() {
+        try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 10, 1, 1, out, clock::get)) {
+            for (int s = 1; s <= 10; s++) p.update(s, 1, 1);
+        }
+        assertThat(printed()).isEmpty();
+    }
+
+    @Test void barDrawsToTheGivenStream() {
+        try (Progress p = new Progress(Progress.Mode.BAR, "train", 0, 10, 64, 1, out)) {
+            for (int s = 1; s <= 10; s++) p.update(s, 2.5, 2.75);
+        }
+        assertThat(printed()).contains("train").contains("10/10").contains("loss 2.5000").contains("val 2.7500");
+    }
+}
