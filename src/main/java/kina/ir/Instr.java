@@ -274,7 +274,15 @@ public sealed interface Instr extends Rhs {
         public double alpha(long hd) { return Double.isNaN(scale) ? 1.0 / StrictMath.sqrt(hd) : scale; }
     }
 
-    /** {@code q.attention(k, v[, sinks], heads=H, kv_heads=KV, …)}: causal grouped-query attention. */
+    /**
+     * {@code q.attention(k, v[, sinks], heads=H, kv_heads=KV, scale=s, softcap=c, window=W, chunk=C, start=P)}:
+     * causal grouped-query attention. q σ++[T, H·hd], k, v σ++[L, KV·hd], sinks [H] → σ++[T, H·hd];
+     * query head h reads kv head h / (H/KV). Row r attends key positions j with lo ≤ j ≤ min(P + r, L − 1),
+     * lo = 0, or max(0, P + r − W + 1) with a window, or ⌊(P + r)/C⌋·C with a chunk (not both). Scores
+     * α·q·k (α = s, default 1/√hd), then c·tanh(·/c) with a softcap; softmax over the attended scores
+     * and the head's sink logit (which joins the denominator and carries no value); out = Σ p_j v_j.
+     * A row that attends no position outputs +0.0 (its gradients are 0; with a sink, p_σ = 1).
+     */
     record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Instr {
         public List<Var> operands() { return present(List.of(q, k, v), sinks); }
         public String op() { return "attention"; }
@@ -287,7 +295,11 @@ public sealed interface Instr extends Rhs {
         public String op() { return "take_along_axis"; }
     }
 
-    /** {@code values.gather(indices)}: values [V,D], I64 indices σ → σ++[D] (Section 5 §4). */
+    /**
+     * {@code values.gather(indices)}: values [V,D], I64 indices σ → σ++[D] (Section 5 §4). The
+     * surface {@code table.row(i)} (the seed's RowGather: one row by an I64 [1] index, 0-based,
+     * → [1, D]) parses to this instruction and prints as {@code gather}.
+     */
     record Gather(Var values, Var indices) implements Instr {
         public List<Var> operands() { return List.of(values, indices); }
         public String op() { return "gather"; }
