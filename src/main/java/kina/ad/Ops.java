@@ -1,5 +1,7 @@
 package kina.ad;
 
+import java.util.Optional;
+import kina.ir.Instr.AttnOpts;
 import kina.ir.Perm;
 import kina.ir.Shape;
 import kina.ir.TensorType;
@@ -57,6 +59,55 @@ public interface Ops<T> {
 
     /** IR-internal: the adjoint of take_along_axis (Section 10 §7). */
     T scatterAlongAxis(int axis, T updates, T indices, TensorType dest);
+
+    T sqrt(T x);
+
+    T rsqrt(T x);
+
+    T tanh(T x);
+
+    T sigmoid(T x);
+
+    T reciprocal(T x);
+
+    T silu(T x);
+
+    T gelu(T x);
+
+    T relu(T x);
+
+    T softcap(T x, double cap);
+
+    T argmax(T x, int axis);
+
+    T clamp(T x, long lo, long hi);
+
+    T requant(T x, int shift);
+
+    T maximum(T a, T b);
+
+    T greater(T a, T b);
+
+    T select(T mask, T a, T b);
+
+    T swiglu(T gate, T up);
+
+    T rmsnorm(T x, Optional<T> weight, Optional<T> residual, double eps);
+
+    T layernorm(T x, Optional<T> weight, Optional<T> bias, double eps);
+
+    T l2norm(T x, double eps);
+
+    /** Half-split rotary embedding; rope(g, cos, −sin) is its transpose. */
+    T rope(T x, T cos, T sin, int heads, int rotary, int start);
+
+    T attention(T q, T k, T v, Optional<T> sinks, AttnOpts opts);
+
+    /** table [V, D] with rows ids (distinct) replaced by rows [n, D]. */
+    T setRows(T table, T ids, T rows);
+
+    /** IR-internal: the attention probabilities (or sink shares), the adjoint vocabulary of attention. */
+    T attentionProbs(T q, T k, Optional<T> sinks, AttnOpts opts, boolean sinkColumn);
 
     /**
      * Gives a cotangent a readable name in the recording reading ({@code g_x}); the identity in

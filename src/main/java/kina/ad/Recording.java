@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import kina.check.TypeRules;
 import kina.ir.Instr;
@@ -26,6 +27,7 @@ public final class Recording implements Ops<Var> {
     private final Map<Var, TensorType> types;
     private final List<Let> lets = new ArrayList<>();
     private final Set<Var> unnamed = new HashSet<>();
+    private final Map<Var, Var> renamed = new HashMap<>();     // a recorded Var → the name it was given
     private int counter;
 
     /**
@@ -48,7 +50,11 @@ public final class Recording implements Ops<Var> {
         return n;
     }
 
-    private Var emit(Instr ins) {
+    /** The current Var of {@code x}: a rule may still hold a value the scan has since named. */
+    private Var resolve(Var x) { return renamed.getOrDefault(x, x); }
+
+    private Var emit(Instr given) {
+        Instr ins = Instrs.mapOperands(given, this::resolve);
         TensorType t;
         try {
             t = TypeRules.infer(ins, v -> {
@@ -69,7 +75,8 @@ public final class Recording implements Ops<Var> {
         return v;
     }
 
-    @Override public Var named(Var x, String name) {
+    @Override public Var named(Var given, String name) {
+        Var x = resolve(given);
         if (!unnamed.remove(x)) return x;                 // a primal, the seed, or already named
         Var nv = new Var(fresh(name));
         int at = -1;
@@ -81,11 +88,12 @@ public final class Recording implements Ops<Var> {
             lets.set(i, l.withRhs(Instrs.mapOperands((Instr) l.rhs(), v -> v.equals(x) ? nv : v)));
         }
         types.put(nv, types.remove(x));
+        renamed.put(x, nv);
         return nv;
     }
 
     @Override public TensorType type(Var x) {
-        TensorType t = types.get(x);
+        TensorType t = types.get(resolve(x));
         if (t == null) throw new IllegalStateException("unknown value " + x);
         return t;
     }
@@ -111,4 +119,27 @@ public final class Recording implements Ops<Var> {
     @Override public Var scatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) {
         return emit(new ScatterAlongAxis(axis, updates, indices, dest));
     }
+    @Override public Var sqrt(Var x) { return emit(new Sqrt(x)); }
+    @Override public Var rsqrt(Var x) { return emit(new Rsqrt(x)); }
+    @Override public Var tanh(Var x) { return emit(new Tanh(x)); }
+    @Override public Var sigmoid(Var x) { return emit(new Sigmoid(x)); }
+    @Override public Var reciprocal(Var x) { return emit(new Reciprocal(x)); }
+    @Override public Var silu(Var x) { return emit(new Silu(x)); }
+    @Override public Var gelu(Var x) { return emit(new Gelu(x)); }
+    @Override public Var relu(Var x) { return emit(new Relu(x)); }
+    @Override public Var softcap(Var x, double cap) { return emit(new Softcap(x, cap)); }
+    @Override public Var argmax(Var x, int axis) { return emit(new ArgMax(x, axis)); }
+    @Override public Var clamp(Var x, long lo, long hi) { return emit(new Clamp(x, lo, hi)); }
+    @Override public Var requant(Var x, int shift) { return emit(new Requant(x, shift)); }
+    @Override public Var maximum(Var a, Var b) { return emit(new Maximum(a, b)); }
+    @Override public Var greater(Var a, Var b) { return emit(new Greater(a, b)); }
+    @Override public Var select(Var mask, Var a, Var b) { return emit(new Select(mask, a, b)); }
+    @Override public Var swiglu(Var gate, Var up) { return emit(new Swiglu(gate, up)); }
+    @Override public Var rmsnorm(Var x, Optional<Var> weight, Optional<Var> residual, double eps) { return emit(new RmsNorm(x, weight, residual, eps)); }
+    @Override public Var layernorm(Var x, Optional<Var> weight, Optional<Var> bias, double eps) { return emit(new LayerNorm(x, weight, bias, eps)); }
+    @Override public Var l2norm(Var x, double eps) { return emit(new L2Norm(x, eps)); }
+    @Override public Var rope(Var x, Var cos, Var sin, int heads, int rotary, int start) { return emit(new Rope(x, cos, sin, heads, rotary, start)); }
+    @Override public Var attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) { return emit(new Attention(q, k, v, sinks, opts)); }
+    @Override public Var setRows(Var table, Var ids, Var rows) { return emit(new SetRows(table, ids, rows)); }
+    @Override public Var attentionProbs(Var q, Var k, Optional<Var> sinks, AttnOpts opts, boolean sinkColumn) { return emit(new AttentionProbs(q, k, sinks, opts, sinkColumn)); }
 }

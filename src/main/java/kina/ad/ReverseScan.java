@@ -3,7 +3,9 @@ package kina.ad;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.Optional;
 import kina.ir.Instr;
 import kina.ir.Let;
@@ -44,6 +46,7 @@ public final class ReverseScan {
         Var result = body.result();
         checkResult(fnName, fn, p);
 
+        Set<Var> onParams = dependsOnFloatingParams(fn, p);
         Map<Var, T> cot = new HashMap<>();
         cot.put(result, o.named(seed, "g_" + result.name()));
         List<Let> lets = body.lets();
@@ -74,6 +77,10 @@ public final class ReverseScan {
                     if (c.perOperand().size() != xs.size())
                         throw new IllegalStateException("VJP of " + ins.op() + " answered " + c.perOperand().size()
                                 + " cotangents for " + xs.size() + " operands");
+                    for (int i : new java.util.TreeSet<>(c.notDifferentiated())) {
+                        Var x = xs.get(i);
+                        if (onParams.contains(x)) throw refused(new Refusal.NotDifferentiated(x.name(), ins.op()), let);
+                    }
                     for (int i = 0; i < xs.size(); i++) {
                         Optional<T> ct = c.perOperand().get(i);
                         if (ct.isEmpty()) continue;                            // a data operand
@@ -97,6 +104,26 @@ public final class ReverseScan {
             grads.add(g != null ? g : o.named(o.fill(prm.type(), 0.0), "g_" + prm.name().name()));
         }
         return new Outcome<>(p.of(result), grads);
+    }
+
+    /**
+     * The floating values of the body that are, or are computed from, a floating parameter (the
+     * values a gradient could be asked of); inputs and constants do not count.
+     */
+    private static <T> Set<Var> dependsOnFloatingParams(Rhs.Fn fn, Primals<T> p) {
+        Set<Var> dep = new HashSet<>();
+        for (Rhs.Param prm : fn.params()) if (prm.type().dtype().floating()) dep.add(prm.name());
+        for (Let let : fn.body().lets()) {
+            List<Var> reads = switch (let.rhs()) {
+                case Instr i -> i.operands();
+                case Rhs.Call c -> c.args();
+                case Rhs.Handle h -> h.args();
+                case Rhs.Tuple t -> t.elems();
+                case Rhs.Fn _ -> List.of();
+            };
+            if (reads.stream().anyMatch(dep::contains)) dep.addAll(let.binders());
+        }
+        return dep;
     }
 
     /** Ones of the result's type: the default seed (Section 14 §3). */

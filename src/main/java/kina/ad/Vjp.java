@@ -1,14 +1,20 @@
 package kina.ad;
 
 import static kina.ad.Pullback.flow;
+import static kina.ad.Pullback.partial;
+import static kina.ir.Instr.Gelu.GELU_C;
+import static kina.ir.Instr.Gelu.GELU_K;
 import static kina.ad.Pullback.refuse;
 import static kina.ad.Pullback.valuesOnly;
 
 import kina.ir.Instr;
 import kina.ir.Instr.*;
+import kina.ir.Instr.AttnOpts;
 import kina.ir.Perm;
 import kina.ir.Placement;
 import kina.ir.Shape;
+import kina.ir.TensorType;
+import java.util.Set;
 
 /**
  * Every VJP rule of kina, in one switch over {@link Instr}, families in Instr's order.
@@ -27,6 +33,26 @@ public final class Vjp {
             case Neg _ -> flow(o.neg(g));                                   // §10 §4: g_a = −g
             case Exp _ -> flow(o.mul(g, y));                                // reads its output
             case Log(var x) -> flow(o.div(g, p.of(x)));
+            case Sqrt _ -> flow(o.div(g, o.add(y, y)));                      // g / (2y)
+            case Rsqrt(var x) -> flow(o.neg(o.div(o.mul(g, y), o.add(p.of(x), p.of(x)))));   // −g·y / (2x)
+            case Tanh _ -> flow(o.mul(g, o.sub(ones(o, y), o.mul(y, y))));   // g (1 − y²)
+            case Sigmoid _ -> flow(o.mul(g, o.mul(y, o.sub(ones(o, y), y))));   // g y (1 − y)
+            case Reciprocal _ -> flow(o.neg(o.mul(g, o.mul(y, y))));         // −g y²
+            case Silu(var x) -> flow(o.mul(g, siluSlope(o, p.of(x))));
+            case Gelu(var x) -> flow(o.mul(g, geluSlope(o, p.of(x))));
+            case Relu(var x) -> p.type(x).dtype().floating()                 // g where x > 0, else +0.0
+                    ? flow(o.select(o.greater(p.of(x), zeros(o, g)), g, zeros(o, g)))
+                    : refuse(new Refusal.NoGradient("relu", "integer arithmetic: a ReLU of integers is a step function of them"));
+            case Softcap(_, var cap) -> {                                    // g (1 − (y/C)²), reads its output
+                T t = o.div(y, o.fill(o.type(y), cap));
+                yield flow(o.mul(g, o.sub(ones(o, y), o.mul(t, t))));
+            }
+            case ArgMax _ -> refuse(new Refusal.NoGradient("argmax",
+                    "piecewise constant: the index of the largest element is piecewise constant in every input"));
+            case Clamp _ -> refuse(new Refusal.NoGradient("clamp",
+                    "integer arithmetic: a saturation of integers is a step function of them"));
+            case Requant _ -> refuse(new Refusal.NoGradient("requant",
+                    "integer arithmetic: a floored shift of an integer is a step function of it"));
             // binary
             case Add _ -> flow(g, g);
             case Sub _ -> flow(g, o.neg(g));
@@ -36,6 +62,16 @@ public final class Vjp {
                 T gb = o.neg(o.div(o.mul(g, y), p.of(b)));                  // −g·a/b² = −(g·y)/b
                 yield flow(ga, gb);
             }
+            case Maximum(var a, var b) -> {                                 // ties (and NaNs) to a
+                T bWins = o.greater(p.of(b), p.of(a));
+                yield flow(o.select(bWins, zeros(o, g), g), o.select(bWins, g, zeros(o, g)));
+            }
+            case Greater _ -> refuse(new Refusal.NoGradient("greater",
+                    "piecewise constant: a comparison is a step function of its operands"));
+            case Select(var m, _, _) -> partial(java.util.Arrays.asList(null,
+                    o.select(p.of(m), g, zeros(o, g)), o.select(p.of(m), zeros(o, g), g)), Set.of());
+            case Swiglu(var gate, var up) -> flow(                          // silu(gate) ⊙ up
+                    o.mul(o.mul(g, p.of(up)), siluSlope(o, p.of(gate))), o.mul(g, o.silu(p.of(gate))));
             // contraction (§14 §5): g_a = g @ bᵀ, g_b = aᵀ @ g with transpose_last_two
             case Matmul(var a, var b) -> {
                 Perm t = Perm.lastTwo(p.type(a).rank());
@@ -63,6 +99,13 @@ public final class Vjp {
                 T dot = o.broadcast(o.sum(o.mul(g, y), axis, true), p.type(x).shape());
                 yield flow(o.mul(y, o.sub(g, dot)));
             }
+            case RmsNorm r -> rmsnorm(r, p, g, o);
+            case LayerNorm l -> layernorm(l, p, g, o);
+            case L2Norm(var x, var eps) -> l2norm(p.of(x), eps, g, o);
+            // a rotation: its transpose is the rotation by −θ; the tables are not differentiated
+            case Rope(_, var c, var sn, var heads, var rotary, var start) -> partial(java.util.Arrays.asList(
+                    o.rope(g, p.of(c), o.neg(p.of(sn)), heads, rotary, start), null, null), Set.of(1, 2));
+            case Attention a -> attention(a, p, g, o);
             // indexing (§10 §6, §14 §6): indices are data, they get nothing
             case TakeAlongAxis(var values, var ids, var axis) ->
                     device(p.type(values).placement())
@@ -72,10 +115,254 @@ public final class Vjp {
                     device(p.type(values).placement())
                             ? refuse(new Refusal.Unavailable("scatter_add: checked device lowering is not available"))
                             : valuesOnly(o.scatterAdd(g, p.of(ids), p.type(values)));
+            // set_rows: the overwritten rows of the table never reach the result; rows[k] gets g[ids[k]]
+            case SetRows(var table, var ids, var rows) -> partial(java.util.Arrays.asList(
+                    o.setRows(g, p.of(ids), zeros(o, p.of(rows), p.type(rows))), null, o.gather(g, p.of(ids))), Set.of());
             // IR-internal adjoints: closure (gather ↔ scatter_add, take_along_axis ↔ scatter_along_axis)
             case ScatterAdd(_, var ids, _) -> valuesOnly(o.gather(g, p.of(ids)));
             case ScatterAlongAxis(var axis, _, var ids, _) -> valuesOnly(o.takeAlongAxis(g, p.of(ids), axis));
+            case AttentionProbs a -> attentionProbs(a, p, y, g, o);
         };
+    }
+
+    // ---- elementwise slopes -------------------------------------------------------------------
+
+    private static <T> T ones(Ops<T> o, T like) { return o.fill(o.type(like), 1.0); }
+
+    private static <T> T zeros(Ops<T> o, T like) { return o.fill(o.type(like), 0.0); }
+
+    private static <T> T zeros(Ops<T> o, T unused, TensorType t) { return o.fill(t, 0.0); }
+
+    private static <T> T constant(Ops<T> o, T like, double v) { return o.fill(o.type(like), v); }
+
+    /** d silu / dx = s + x s (1 − s), s = σ(x) (spec-notes §11.2 Silu). */
+    private static <T> T siluSlope(Ops<T> o, T x) {
+        T s = o.sigmoid(x);
+        return o.add(s, o.mul(o.mul(x, s), o.sub(ones(o, x), s)));
+    }
+
+    /**
+     * d gelu / dx for ½x(1 + tanh z), z = c(x + K x³): ½(1 + t) + ½x (1 − t²) c (1 + 3K x²),
+     * t = tanh z, c = √(2/π), K = 0.044715.
+     */
+    private static <T> T geluSlope(Ops<T> o, T x) {
+        T c = constant(o, x, GELU_C), k = constant(o, x, GELU_K), half = constant(o, x, 0.5), one = ones(o, x);
+        T x2 = o.mul(x, x);
+        T t = o.tanh(o.mul(c, o.add(x, o.mul(k, o.mul(x2, x)))));
+        T left = o.mul(half, o.add(one, t));
+        T inner = o.mul(c, o.add(one, o.mul(constant(o, x, 3 * GELU_K), x2)));
+        return o.add(left, o.mul(o.mul(o.mul(half, x), o.sub(one, o.mul(t, t))), inner));
+    }
+
+    // ---- norms over the last axis ---------------------------------------------------------------
+
+    /** Σ over the last axis, keepdims, broadcast back to x's shape. */
+    private static <T> T rowSum(Ops<T> o, T x) {
+        Shape s = o.type(x).shape();
+        return o.broadcast(o.sum(x, s.rank() - 1, true), s);
+    }
+
+    /** A [D] vector broadcast to x's shape σ++[D]. */
+    private static <T> T perColumn(Ops<T> o, T w, Shape xs) {
+        long[] one = new long[xs.rank()];
+        java.util.Arrays.fill(one, 1);
+        one[xs.rank() - 1] = xs.dim(xs.rank() - 1);
+        return o.broadcast(o.reshape(w, new Shape(one)), xs);
+    }
+
+    /** Σ over every axis but the last: σ++[D] → [D] (axis 0 repeatedly, in order). */
+    private static <T> T columnSum(Ops<T> o, T x) {
+        T acc = x;
+        while (o.type(acc).rank() > 1) acc = o.sum(acc, 0, false);
+        return acc;
+    }
+
+    /**
+     * rmsnorm (spec-notes §11.2 RmsNorm): u = x (+ r), q = rsqrt(ΣD u²/D + ε), y = u q w.
+     * du = q h − u (q³/D) Σ(h u) with h = g w; the same du goes to x and r; dw = Σ_rows g u q.
+     */
+    static <T> Pullback<T> rmsnorm(RmsNorm r, Primals<T> p, T g, Ops<T> o) {
+        T x = p.of(r.x());
+        T u = r.residual().isPresent() ? o.add(x, p.of(r.residual().get())) : x;
+        Shape xs = o.type(x).shape();
+        long d = xs.dim(xs.rank() - 1);
+        T mean = o.div(rowSum(o, o.mul(u, u)), constant(o, u, d));
+        T q = o.rsqrt(o.add(mean, constant(o, u, r.eps())));
+        T h = r.weight().isPresent() ? o.mul(g, perColumn(o, p.of(r.weight().get()), xs)) : g;
+        T q3 = o.div(o.mul(q, o.mul(q, q)), constant(o, u, d));
+        T du = o.sub(o.mul(q, h), o.mul(o.mul(u, q3), rowSum(o, o.mul(h, u))));
+        java.util.List<T> out = new java.util.ArrayList<>();
+        out.add(du);
+        r.weight().ifPresent(w -> out.add(columnSum(o, o.mul(g, o.mul(u, q)))));
+        r.residual().ifPresent(res -> out.add(du));
+        return partial(out, Set.of());
+    }
+
+    /**
+     * layernorm (spec-notes §11.2 LayerNorm): x̂ = (x − μ) q, q = rsqrt(var + ε); with h = g w,
+     * dx = q (h − mean h − x̂ mean(h x̂)); dw = Σ_rows g x̂; db = Σ_rows g.
+     */
+    static <T> Pullback<T> layernorm(LayerNorm l, Primals<T> p, T g, Ops<T> o) {
+        T x = p.of(l.x());
+        Shape xs = o.type(x).shape();
+        T d = constant(o, x, xs.dim(xs.rank() - 1));
+        T dev = o.sub(x, o.div(rowSum(o, x), d));
+        T q = o.rsqrt(o.add(o.div(rowSum(o, o.mul(dev, dev)), d), constant(o, x, l.eps())));
+        T xh = o.mul(dev, q);
+        T h = l.weight().isPresent() ? o.mul(g, perColumn(o, p.of(l.weight().get()), xs)) : g;
+        T dx = o.mul(q, o.sub(o.sub(h, o.div(rowSum(o, h), d)), o.mul(xh, o.div(rowSum(o, o.mul(h, xh)), d))));
+        java.util.List<T> out = new java.util.ArrayList<>();
+        out.add(dx);
+        l.weight().ifPresent(w -> out.add(columnSum(o, o.mul(g, xh))));
+        l.bias().ifPresent(b -> out.add(columnSum(o, g)));
+        return partial(out, Set.of());
+    }
+
+    /** l2norm (spec-notes §11.2 L2Norm): n = √(Σ x² + ε), dx = g/n − x (Σ g x)/n³. */
+    static <T> Pullback<T> l2norm(T x, double eps, T g, Ops<T> o) {
+        T n = o.sqrt(o.add(rowSum(o, o.mul(x, x)), constant(o, x, eps)));
+        T n3 = o.mul(n, o.mul(n, n));
+        return flow(o.sub(o.div(g, n), o.div(o.mul(x, rowSum(o, o.mul(g, x))), n3)));
+    }
+
+    // ---- attention ------------------------------------------------------------------------------
+
+    /** σ++[T, H·hd] → σ++[KV, G·T, hd]: query heads grouped under their kv head. */
+    private static <T> T queryHeads(Ops<T> o, T q, int kv, int grp) {
+        Shape s = o.type(q).shape();
+        int r = s.rank();
+        Shape lead = s.prefix(r - 2);
+        long t = s.dim(r - 2), hd = s.dim(r - 1) / ((long) kv * grp);
+        T x = o.reshape(q, lead.concat(t, kv, grp, hd));
+        x = o.transpose(x, moveFirstOfLast(r + 2, 4));                // σ++[KV, G, T, hd]
+        return o.reshape(x, lead.concat(kv, grp * t, hd));
+    }
+
+    /** The inverse of {@link #queryHeads}: σ++[KV, G·T, hd] → σ++[T, H·hd]. */
+    private static <T> T unQueryHeads(Ops<T> o, T x, Shape qs, int kv, int grp) {
+        int r = qs.rank();
+        Shape lead = qs.prefix(r - 2);
+        long t = qs.dim(r - 2), hd = qs.dim(r - 1) / ((long) kv * grp);
+        T y = o.reshape(x, lead.concat(kv, grp, t, hd));
+        y = o.transpose(y, moveFirstOfLast(r + 2, 4).inverse());     // σ++[T, KV, G, hd]
+        return o.reshape(y, qs);
+    }
+
+    /** σ++[L, KV·hd] → σ++[KV, L, hd]. */
+    private static <T> T kvHeads(Ops<T> o, T k, int kv) {
+        Shape s = o.type(k).shape();
+        int r = s.rank();
+        T x = o.reshape(k, s.prefix(r - 2).concat(s.dim(r - 2), kv, s.dim(r - 1) / kv));
+        return o.transpose(x, swap(r + 1, r - 2, r - 1));
+    }
+
+    /** The inverse of {@link #kvHeads}: σ++[KV, L, hd] → σ++[L, KV·hd]. */
+    private static <T> T unKvHeads(Ops<T> o, T x, Shape ks) {
+        int r = ks.rank();
+        T y = o.transpose(x, swap(r + 1, r - 2, r - 1));
+        return o.reshape(y, ks);
+    }
+
+    /** The permutation of rank n moving axis n−k (the first of the last k) to position n−2. */
+    private static Perm moveFirstOfLast(int n, int k) {
+        int[] p = new int[n];
+        int at = 0;
+        for (int i = 0; i < n - k; i++) p[at++] = i;
+        for (int i = n - k + 1; i < n - 1; i++) p[at++] = i;
+        p[at++] = n - k;
+        p[at] = n - 1;
+        return Perm.of(p);
+    }
+
+    /** The permutation of rank n exchanging axes i and j. */
+    private static Perm swap(int n, int i, int j) {
+        int[] p = new int[n];
+        for (int a = 0; a < n; a++) p[a] = a;
+        p[i] = j;
+        p[j] = i;
+        return Perm.of(p);
+    }
+
+    /**
+     * attention (spec-notes §11.2 Attention): with P = attention_probs(q, k, sinks) σ++[H, T, L]
+     * (0 where masked) and out = P V per kv group: dV = Pᵀ g, dP = g Vᵀ, then the rule of
+     * attention_probs for dP (q, k, sinks).
+     */
+    static <T> Pullback<T> attention(Attention a, Primals<T> p, T g, Ops<T> o) {
+        AttnOpts op = a.opts();
+        int kv = op.kvHeads(), grp = op.heads() / kv;
+        T q = p.of(a.q()), k = p.of(a.k()), v = p.of(a.v());
+        Shape qs = o.type(q).shape(), ks = o.type(k).shape();
+        int r = qs.rank();
+        T probs = o.attentionProbs(q, k, a.sinks().map(p::of), op, false);          // σ++[H, T, L]
+        long t = qs.dim(r - 2), l = ks.dim(r - 2);
+        T pg = o.reshape(probs, qs.prefix(r - 2).concat(kv, grp * t, l));
+        T gq = queryHeads(o, g, kv, grp), vh = kvHeads(o, v, kv);
+        Perm lt = Perm.lastTwo(r + 1);
+        T dv = unKvHeads(o, o.matmul(o.transpose(pg, lt), gq), ks);
+        T dp = o.reshape(o.matmul(gq, o.transpose(vh, lt)), o.type(probs).shape());
+        ProbsGrad<T> pgd = probsGrad(q, k, a.sinks().map(p::of), op, probs, dp, null, o);
+        java.util.List<T> out = new java.util.ArrayList<>(java.util.List.of(pgd.dq, pgd.dk, dv));
+        if (a.sinks().isPresent()) out.add(pgd.dsinks);
+        return partial(out, Set.of());
+    }
+
+    /** attention_probs: the softmax rule over the attended positions and the sink (see {@link #probsGrad}). */
+    static <T> Pullback<T> attentionProbs(AttentionProbs a, Primals<T> p, T y, T g, Ops<T> o) {
+        T q = p.of(a.q()), k = p.of(a.k());
+        var sinks = a.sinks().map(p::of);
+        ProbsGrad<T> pgd = a.sinkColumn()
+                ? probsGrad(q, k, sinks, a.opts(), o.attentionProbs(q, k, sinks, a.opts(), false), null, g, o)
+                : probsGrad(q, k, sinks, a.opts(), y, g, null, o);
+        java.util.List<T> out = new java.util.ArrayList<>(java.util.List.of(pgd.dq, pgd.dk));
+        if (a.sinks().isPresent()) out.add(pgd.dsinks);
+        return partial(out, Set.of());
+    }
+
+    private record ProbsGrad<T>(T dq, T dk, T dsinks) {}
+
+    /**
+     * The cotangents of q, k, sinks for cotangents dP of the probabilities P σ++[H, T, L] and dPσ of
+     * the sink shares Pσ σ++[H, T, 1] (either may be null: none). With d = Σ_j P_j dP_j + Pσ dPσ:
+     * dS = P (dP − d); dσ = Pσ (dPσ − d), summed over rows and σ; with a softcap C the scores'
+     * cotangent is dU = dS (1 − tanh²(u/C)), u = α q·k recomputed; dq = α dU K, dk = α dUᵀ Q per kv
+     * group. Masked positions have P = 0 and so receive 0; a row with nothing attended gives 0.
+     */
+    private static <T> ProbsGrad<T> probsGrad(T q, T k, java.util.Optional<T> sinks, AttnOpts op, T probs,
+                                              T dp, T dps, Ops<T> o) {
+        int kv = op.kvHeads(), grp = op.heads() / kv;
+        Shape qs = o.type(q).shape(), ks = o.type(k).shape(), ps = o.type(probs).shape();
+        int r = qs.rank();
+        long hd = qs.dim(r - 1) / op.heads(), t = qs.dim(r - 2), l = ks.dim(r - 2);
+        T psink = sinks.isPresent() ? o.attentionProbs(q, k, sinks, op, true) : null;   // σ++[H, T, 1]
+        T d = dp != null ? o.sum(o.mul(probs, dp), r, true) : null;
+        if (dps != null && psink != null) {
+            T extra = o.mul(psink, dps);
+            d = d == null ? extra : o.add(d, extra);
+        }
+        if (d == null) d = o.fill(o.type(probs).withShape(ps.with(r, 1)), 0.0);
+        T db = o.broadcast(d, ps);
+        T ds = dp != null ? o.mul(probs, o.sub(dp, db)) : o.neg(o.mul(probs, db));
+        T qh = queryHeads(o, q, kv, grp), kh = kvHeads(o, k, kv);
+        Shape grouped = qs.prefix(r - 2).concat(kv, grp * t, l);
+        Perm lt = Perm.lastTwo(r + 1);
+        double al = op.alpha(hd);
+        T du = o.reshape(ds, grouped);
+        if (op.softcap() > 0) {
+            T u = o.mul(o.matmul(qh, o.transpose(kh, lt)), o.fill(o.type(du), al));
+            T th = o.tanh(o.div(u, o.fill(o.type(du), op.softcap())));
+            du = o.mul(du, o.sub(o.fill(o.type(du), 1.0), o.mul(th, th)));
+        }
+        T dqh = o.mul(o.matmul(du, kh), o.fill(o.type(qh), al));
+        T dkh = o.mul(o.matmul(o.transpose(du, lt), qh), o.fill(o.type(kh), al));
+        T dsk = null;
+        if (psink != null) {
+            T e = dps != null ? o.mul(psink, o.sub(dps, d)) : o.neg(o.mul(psink, d));     // σ++[H, T, 1]
+            T acc = o.sum(o.sum(e, r, false), r - 1, false);                            // σ++[H]
+            while (o.type(acc).rank() > 1) acc = o.sum(acc, 0, false);
+            dsk = acc;
+        }
+        return new ProbsGrad<>(unQueryHeads(o, dqh, qs, kv, grp), unKvHeads(o, dkh, ks), dsk);
     }
 
     /** Σ of g over every axis where {@code to} has 1 and g does not, keepdims, in increasing axis. */

@@ -58,11 +58,49 @@ public final class TypeRules {
             case Instr.Neg(var x) -> floating(op, typeOf.apply(x));
             case Instr.Exp(var x) -> floating(op, typeOf.apply(x));
             case Instr.Log(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Sqrt(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Rsqrt(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Tanh(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Sigmoid(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Reciprocal(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Silu(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Gelu(var x) -> floating(op, typeOf.apply(x));
+            case Instr.Relu(var x) -> {
+                TensorType t = typeOf.apply(x);
+                if (!t.dtype().floating() && t.dtype() != DType.I64) throw new Mismatch(op, "needs a floating or I64 operand, got " + t);
+                yield t;
+            }
+            case Instr.Softcap(var x, var cap) -> {
+                if (!(cap > 0) || Double.isInfinite(cap)) throw new Mismatch(op, "cap must be finite and > 0, got " + fmt(cap));
+                yield floating(op, typeOf.apply(x));
+            }
+            case Instr.ArgMax(var x, var axis) -> {
+                TensorType t = floating(op, typeOf.apply(x));
+                axis(op, t, axis);
+                yield new TensorType(DType.I64, t.shape().drop(axis), t.placement());
+            }
+            case Instr.Clamp(var x, var lo, var hi) -> {
+                if (lo > hi) throw new Mismatch(op, "lo " + lo + " > hi " + hi);
+                yield integer(op, typeOf.apply(x));
+            }
+            case Instr.Requant(var x, var shift) -> {
+                if (shift < 0 || shift > 62) throw new Mismatch(op, "shift must be in [0, 62], got " + shift);
+                yield integer(op, typeOf.apply(x));
+            }
             // ---- binary
             case Instr.Add(var a, var b) -> elementwise(op, "+", typeOf.apply(a), typeOf.apply(b));
             case Instr.Sub(var a, var b) -> elementwise(op, "-", typeOf.apply(a), typeOf.apply(b));
             case Instr.Mul(var a, var b) -> elementwise(op, "*", typeOf.apply(a), typeOf.apply(b));
             case Instr.Div(var a, var b) -> elementwise(op, "/", typeOf.apply(a), typeOf.apply(b));
+            case Instr.Maximum(var a, var b) -> elementwise(op, "maximum", typeOf.apply(a), typeOf.apply(b));
+            case Instr.Swiglu(var g, var u) -> elementwise(op, "swiglu", typeOf.apply(g), typeOf.apply(u));
+            case Instr.Greater(var a, var b) -> elementwise(op, ">", typeOf.apply(a), typeOf.apply(b)).withDType(DType.I1);
+            case Instr.Select(var m, var a, var b) -> {
+                TensorType t = elementwise(op, "select", typeOf.apply(a), typeOf.apply(b)), mt = typeOf.apply(m);
+                if (mt.dtype() != DType.I1 || !mt.shape().equals(t.shape()) || mt.placement() != t.placement())
+                    throw new Mismatch(op, "mask must be I1 of the operands' shape and placement: mask " + mt + ", operands " + t);
+                yield t;
+            }
             // ---- contraction
             case Instr.Matmul(var a, var b) -> matmul(op, typeOf.apply(a), typeOf.apply(b));
             // ---- shape
@@ -78,13 +116,44 @@ public final class TypeRules {
             // ---- fused row-wise
             case Instr.LogSoftmax(var x, var axis) -> { TensorType t = floating(op, typeOf.apply(x)); axis(op, t, axis); yield t; }
             case Instr.Softmax(var x, var axis) -> { TensorType t = floating(op, typeOf.apply(x)); axis(op, t, axis); yield t; }
+            case Instr.RmsNorm(var x, var w, var r, var eps) -> {
+                TensorType t = rowwise(op, typeOf.apply(x), eps);
+                if (r.isPresent() && w.isEmpty()) throw new Mismatch(op, "a residual needs a weight (x.rmsnorm(w, r, eps=…))");
+                w.ifPresent(v -> vector(op, "weight", t, typeOf.apply(v)));
+                r.ifPresent(v -> { if (!typeOf.apply(v).equals(t)) throw new Mismatch(op, "residual must have x's type " + t + ", got " + typeOf.apply(v)); });
+                yield t;
+            }
+            case Instr.LayerNorm(var x, var w, var b, var eps) -> {
+                TensorType t = rowwise(op, typeOf.apply(x), eps);
+                if (b.isPresent() && w.isEmpty()) throw new Mismatch(op, "a bias needs a weight (x.layernorm(w, b, eps=…))");
+                w.ifPresent(v -> vector(op, "weight", t, typeOf.apply(v)));
+                b.ifPresent(v -> vector(op, "bias", t, typeOf.apply(v)));
+                yield t;
+            }
+            case Instr.L2Norm(var x, var eps) -> rowwise(op, typeOf.apply(x), eps);
+            case Instr.Rope(var x, var c, var sn, var heads, var rotary, var start) ->
+                    rope(op, typeOf.apply(x), typeOf.apply(c), typeOf.apply(sn), heads, rotary, start);
+            case Instr.Attention(var q, var k, var v, var sinks, var o) -> {
+                TensorType t = attention(op, typeOf.apply(q), typeOf.apply(k), sinks.map(typeOf), o);
+                if (!typeOf.apply(v).equals(typeOf.apply(k)))
+                    throw new Mismatch(op, "v must have k's type " + typeOf.apply(k) + ", got " + typeOf.apply(v));
+                yield t;
+            }
             // ---- indexing
             case Instr.TakeAlongAxis(var v, var i, var axis) -> takeAlongAxis(op, typeOf.apply(v), typeOf.apply(i), axis);
             case Instr.Gather(var v, var i) -> gather(op, typeOf.apply(v), typeOf.apply(i));
+            case Instr.SetRows(var t, var i, var rows) -> setRows(op, typeOf.apply(t), typeOf.apply(i), typeOf.apply(rows));
             // ---- IR-internal adjoints
             case Instr.ScatterAdd(var u, var i, var dest) -> scatterAdd(op, typeOf.apply(u), typeOf.apply(i), dest);
             case Instr.ScatterAlongAxis(var axis, var u, var i, var dest) ->
                     scatterAlongAxis(op, axis, typeOf.apply(u), typeOf.apply(i), dest);
+            case Instr.AttentionProbs(var q, var k, var sinks, var o, var col) -> {
+                TensorType t = attention(op, typeOf.apply(q), typeOf.apply(k), sinks.map(typeOf), o);
+                Shape qs = t.shape();
+                int r = qs.rank();
+                long l = typeOf.apply(k).shape().dim(r - 2);
+                yield t.withShape(qs.prefix(r - 2).concat(o.heads(), qs.dim(r - 2), col ? 1 : l));
+            }
         };
     }
 
@@ -181,7 +250,95 @@ public final class TypeRules {
             throw new Mismatch(op, "axis " + axis + " out of range for " + t + " (rank " + t.rank() + ")");
     }
 
+    private static TensorType integer(String op, TensorType t) {
+        if (t.dtype() != DType.I64) throw new Mismatch(op, "needs an I64 operand, got " + t);
+        return t;
+    }
+
+    // ---- fused row-wise ---------------------------------------------------------------------
+
+    /** A floating x of rank ≥ 1 normalised over its last axis; eps finite and ≥ 0. */
+    private static TensorType rowwise(String op, TensorType x, double eps) {
+        floating(op, x);
+        if (x.rank() < 1) throw new Mismatch(op, "needs rank >= 1, got " + x);
+        if (!(eps >= 0) || Double.isInfinite(eps)) throw new Mismatch(op, "eps must be finite and >= 0, got " + fmt(eps));
+        return x;
+    }
+
+    /** A per-column vector [D] of x's dtype and placement, D = x's last dim. */
+    private static void vector(String op, String what, TensorType x, TensorType w) {
+        long d = x.shape().dim(x.rank() - 1);
+        if (w.dtype() != x.dtype() || w.placement() != x.placement() || !w.shape().equals(Shape.of(d)))
+            throw new Mismatch(op, what + " must be " + x.withShape(Shape.of(d)) + " (x's last axis), got " + w);
+    }
+
+    /** The head width of σ++[T, H·hd] split into {@code heads} heads. */
+    private static long headWidth(String op, String what, TensorType x, int heads) {
+        if (x.rank() < 2) throw new Mismatch(op, what + " needs rank >= 2 (σ++[T, H·hd]), got " + x);
+        long w = x.shape().dim(x.rank() - 1);
+        if (heads < 1 || w % heads != 0 || w == 0)
+            throw new Mismatch(op, what + " width " + w + " is not a positive multiple of " + heads + " heads: " + x);
+        return w / heads;
+    }
+
+    /** x σ++[T, H·hd]; cos, sin [L, R/2] with R even ≤ hd (R = hd when rotary is 0) and L ≥ start + T. */
+    private static TensorType rope(String op, TensorType x, TensorType c, TensorType s, int heads, int rotary, int start) {
+        floating(op, x);
+        long hd = headWidth(op, "x", x, heads);
+        long r = rotary == 0 ? hd : rotary;
+        if (r < 2 || r % 2 != 0 || r > hd)
+            throw new Mismatch(op, "rotary " + r + " must be even, >= 2 and <= the head width " + hd);
+        if (start < 0) throw new Mismatch(op, "start must be >= 0, got " + start);
+        long t = x.shape().dim(x.rank() - 2);
+        for (TensorType tab : new TensorType[] {c, s}) {
+            if (tab.dtype() != x.dtype() || tab.placement() != x.placement() || tab.rank() != 2 || tab.shape().dim(1) != r / 2)
+                throw new Mismatch(op, "cos and sin must be " + x.dtype() + " [L, " + r / 2 + "] (rotary " + r
+                        + "), got cos " + c + ", sin " + s);
+        }
+        if (!c.equals(s)) throw new Mismatch(op, "cos and sin types differ: " + c + ", " + s);
+        if (c.shape().dim(0) < start + t)
+            throw new Mismatch(op, "the tables have " + c.shape().dim(0) + " rows; start " + start + " + " + t
+                    + " rows of x needs " + (start + t));
+        return x;
+    }
+
+    /** q σ++[rows, H·hd], k σ++[L, KV·hd] (same σ, hd, dtype, placement), KV | H, sinks [H]. */
+    private static TensorType attention(String op, TensorType q, TensorType k, java.util.Optional<TensorType> sinks, Instr.AttnOpts o) {
+        floating(op, q);
+        if (o.kvHeads() < 1 || o.heads() % o.kvHeads() != 0)
+            throw new Mismatch(op, "kv_heads " + o.kvHeads() + " must divide heads " + o.heads());
+        long hd = headWidth(op, "q", q, o.heads()), kd = headWidth(op, "k", k, o.kvHeads());
+        int r = q.rank();
+        if (k.rank() != r || !k.shape().prefix(r - 2).equals(q.shape().prefix(r - 2)) || kd != hd
+                || k.dtype() != q.dtype() || k.placement() != q.placement())
+            throw new Mismatch(op, "k must be " + q.dtype() + " σ++[L, " + o.kvHeads() + "·" + hd + "] with q's σ "
+                    + q.shape().prefix(r - 2) + ": q " + q + ", k " + k);
+        sinks.ifPresent(st -> {
+            if (st.dtype() != q.dtype() || st.placement() != q.placement() || !st.shape().equals(Shape.of(o.heads())))
+                throw new Mismatch(op, "sinks must be " + q.withShape(Shape.of(o.heads())) + ", got " + st);
+        });
+        if (o.window() < 0 || o.chunk() < 0 || o.start() < 0)
+            throw new Mismatch(op, "window, chunk and start must be >= 0");
+        if (o.window() > 0 && o.chunk() > 0) throw new Mismatch(op, "window and chunk exclude each other");
+        if (!(o.softcap() >= 0) || Double.isInfinite(o.softcap())) throw new Mismatch(op, "softcap must be finite and > 0");
+        if (Double.isInfinite(o.scale())) throw new Mismatch(op, "scale must be finite");
+        return q;
+    }
+
     // ---- indexing ---------------------------------------------------------------------------
+
+    /** table T [V, D] floating, ids I64 [n], rows T [n, D] → T [V, D]. */
+    private static TensorType setRows(String op, TensorType t, TensorType i, TensorType rows) {
+        String all = "table " + t + ", ids " + i + ", rows " + rows;
+        if (t.rank() != 2) throw new Mismatch(op, "table must be rank 2 [V, D]: " + all);
+        floating(op, t);
+        indices(op, i);
+        if (i.rank() != 1) throw new Mismatch(op, "ids must be rank 1 [n]: " + all);
+        if (!rows.equals(t.withShape(Shape.of(i.shape().dim(0), t.shape().dim(1)))))
+            throw new Mismatch(op, "rows must be " + t.withShape(Shape.of(i.shape().dim(0), t.shape().dim(1))) + ": " + all);
+        samePlacement(op, all, t.placement(), i.placement());
+        return t;
+    }
 
     /** values T σ (floating, rank ≥ 1), indices I64 σ without axis → T (indices' shape). */
     private static TensorType takeAlongAxis(String op, TensorType v, TensorType i, int axis) {

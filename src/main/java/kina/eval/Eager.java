@@ -1,6 +1,8 @@
 package kina.eval;
 
+import java.util.Optional;
 import kina.ad.Ops;
+import kina.ir.Instr.AttnOpts;
 import kina.ir.Perm;
 import kina.ir.Shape;
 import kina.ir.TensorType;
@@ -37,4 +39,27 @@ public final class Eager implements Ops<Tensor> {
     @Override public Tensor scatterAlongAxis(int axis, Tensor updates, Tensor indices, TensorType dest) {
         return Kernels.scatterAlongAxis(axis, updates, indices, dest);
     }
+    @Override public Tensor sqrt(Tensor x) { return Kernels.sqrt(x); }
+    @Override public Tensor rsqrt(Tensor x) { return Kernels.rsqrt(x); }
+    @Override public Tensor tanh(Tensor x) { return Kernels.tanh(x); }
+    @Override public Tensor sigmoid(Tensor x) { return Kernels.sigmoid(x); }
+    @Override public Tensor reciprocal(Tensor x) { return Kernels.reciprocal(x); }
+    @Override public Tensor silu(Tensor x) { return Kernels.silu(x); }
+    @Override public Tensor gelu(Tensor x) { return Kernels.gelu(x); }
+    @Override public Tensor relu(Tensor x) { return Kernels.relu(x); }
+    @Override public Tensor softcap(Tensor x, double cap) { return Kernels.softcap(x, cap); }
+    @Override public Tensor argmax(Tensor x, int axis) { return Kernels.argmax(x, axis); }
+    @Override public Tensor clamp(Tensor x, long lo, long hi) { return Kernels.clamp(x, lo, hi); }
+    @Override public Tensor requant(Tensor x, int shift) { return Kernels.requant(x, shift); }
+    @Override public Tensor maximum(Tensor a, Tensor b) { return Kernels.maximum(a, b); }
+    @Override public Tensor greater(Tensor a, Tensor b) { return Kernels.greater(a, b); }
+    @Override public Tensor select(Tensor mask, Tensor a, Tensor b) { return Kernels.select(mask, a, b); }
+    @Override public Tensor swiglu(Tensor gate, Tensor up) { return Kernels.swiglu(gate, up); }
+    @Override public Tensor rmsnorm(Tensor x, Optional<Tensor> weight, Optional<Tensor> residual, double eps) { return Kernels.rmsnorm(x, weight.orElse(null), residual.orElse(null), eps); }
+    @Override public Tensor layernorm(Tensor x, Optional<Tensor> weight, Optional<Tensor> bias, double eps) { return Kernels.layernorm(x, weight.orElse(null), bias.orElse(null), eps); }
+    @Override public Tensor l2norm(Tensor x, double eps) { return Kernels.l2norm(x, eps); }
+    @Override public Tensor rope(Tensor x, Tensor cos, Tensor sin, int heads, int rotary, int start) { return Kernels.rope(x, cos, sin, heads, rotary, start); }
+    @Override public Tensor attention(Tensor q, Tensor k, Tensor v, Optional<Tensor> sinks, AttnOpts opts) { return Kernels.attention(q, k, v, sinks.orElse(null), opts); }
+    @Override public Tensor setRows(Tensor table, Tensor ids, Tensor rows) { return Kernels.setRows(table, ids, rows); }
+    @Override public Tensor attentionProbs(Tensor q, Tensor k, Optional<Tensor> sinks, AttnOpts opts, boolean sinkColumn) { return Kernels.attentionProbs(q, k, sinks.orElse(null), opts, sinkColumn); }
 }

@@ -2,6 +2,7 @@ package kina.eval;
 
 import java.util.Arrays;
 import kina.ir.DType;
+import kina.ir.Instr;
 import kina.ir.Payload;
 import kina.ir.Perm;
 import kina.ir.Placement;
@@ -554,5 +555,446 @@ public final class Kernels {
                 y[(int) ((o * (long) c + idx[f]) * inner + i)] = u[f];
             }
         return make(dest, y);
+    }
+
+    // ---- transformer vocabulary: unary ----------------------------------------------------------
+
+    /** y_i = f(x_i) for a floating x; f rounds every step it takes with {@code round(d, ·)}. */
+    private static Tensor map(String op, Tensor x, java.util.function.DoubleUnaryOperator f) {
+        requireFloating(op, x);
+        double[] a = x.floats(), y = new double[a.length];
+        for (int i = 0; i < a.length; i++) y[i] = f.applyAsDouble(a[i]);
+        return make(x.type(), y);
+    }
+
+    /** {@code x.sqrt()}: y = r(√x) (StrictMath.sqrt, correctly rounded). */
+    public static Tensor sqrt(Tensor x) {
+        DType d = x.dtype();
+        return map("sqrt", x, v -> round(d, StrictMath.sqrt(v)));
+    }
+
+    /** {@code x.rsqrt()}: y = r(1 / r(√x)). */
+    public static Tensor rsqrt(Tensor x) {
+        DType d = x.dtype();
+        return map("rsqrt", x, v -> round(d, 1.0 / round(d, StrictMath.sqrt(v))));
+    }
+
+    /** {@code x.tanh()}: y = r(StrictMath.tanh(x)). */
+    public static Tensor tanh(Tensor x) {
+        DType d = x.dtype();
+        return map("tanh", x, v -> round(d, StrictMath.tanh(v)));
+    }
+
+    /** σ(x) = r(1 / r(1 + r(exp(−x)))). */
+    static double sigmoid(DType d, double v) {
+        return round(d, 1.0 / round(d, 1.0 + round(d, StrictMath.exp(-v))));
+    }
+
+    /** {@code x.sigmoid()}: y = r(1 / r(1 + r(exp(−x)))). */
+    public static Tensor sigmoid(Tensor x) {
+        DType d = x.dtype();
+        return map("sigmoid", x, v -> sigmoid(d, v));
+    }
+
+    /** {@code x.reciprocal()}: y = r(1 / x). */
+    public static Tensor reciprocal(Tensor x) {
+        DType d = x.dtype();
+        return map("reciprocal", x, v -> round(d, 1.0 / v));
+    }
+
+    /** {@code x.silu()}: y = r(x · σ(x)), σ as {@link #sigmoid}. */
+    public static Tensor silu(Tensor x) {
+        DType d = x.dtype();
+        return map("silu", x, v -> round(d, v * sigmoid(d, v)));
+    }
+
+    private static final double GELU_C = Instr.Gelu.GELU_C, GELU_K = Instr.Gelu.GELU_K;
+
+    /**
+     * {@code x.gelu()} (tanh approximation): c = r(√(2/π)), K = r(0.044715);
+     * z = r(c · r(x + r(K · r(r(x·x)·x)))); y = r(r(0.5·x) · r(1 + r(tanh z))).
+     */
+    public static Tensor gelu(Tensor x) {
+        DType d = x.dtype();
+        double c = round(d, GELU_C), k = round(d, GELU_K);
+        return map("gelu", x, v -> {
+            double x3 = round(d, round(d, v * v) * v);
+            double z = round(d, c * round(d, v + round(d, k * x3)));
+            return round(d, round(d, 0.5 * v) * round(d, 1.0 + round(d, StrictMath.tanh(z))));
+        });
+    }
+
+    /** {@code x.relu()}: y = Math.max(x, +0.0) (exact; NaN propagates, −0.0 becomes +0.0); I64: max(x, 0). */
+    public static Tensor relu(Tensor x) {
+        if (x.dtype() == DType.I64) {
+            long[] a = x.ints(), y = new long[a.length];
+            for (int i = 0; i < a.length; i++) y[i] = Math.max(a[i], 0);
+            return make(x.type(), y);
+        }
+        return map("relu", x, v -> Math.max(v, 0.0));
+    }
+
+    /** {@code x.softcap(cap=C)}: y = r(C' · r(tanh(r(x / C')))), C' = r(C). */
+    public static Tensor softcap(Tensor x, double cap) {
+        DType d = x.dtype();
+        double c = round(d, cap);
+        return map("softcap", x, v -> round(d, c * round(d, StrictMath.tanh(round(d, v / c)))));
+    }
+
+    /**
+     * {@code x.argmax(axis)} → I64 with the axis dropped: the smallest index of the largest element
+     * (a NaN counts as the largest; the first NaN wins). An empty axis gives 0.
+     */
+    public static Tensor argmax(Tensor x, int axis) {
+        requireFloating("argmax", x);
+        Shape s = x.shape();
+        requireAxis("argmax", axis, s.rank());
+        int outer = prod(s, 0, axis), c = (int) s.dim(axis), inner = prod(s, axis + 1, s.rank());
+        double[] a = x.floats();
+        long[] y = new long[outer * inner];
+        for (int o = 0; o < outer; o++)
+            for (int i = 0; i < inner; i++) {
+                int best = 0;
+                for (int ci = 1; ci < c; ci++) {
+                    double b = a[(o * c + best) * inner + i], v = a[(o * c + ci) * inner + i];
+                    if (!Double.isNaN(b) && (Double.isNaN(v) || v > b)) best = ci;
+                }
+                y[o * inner + i] = best;
+            }
+        return make(new TensorType(DType.I64, s.drop(axis), x.type().placement()), y);
+    }
+
+    /** {@code x.clamp(lo, hi)} on I64: min(max(x, lo), hi). */
+    public static Tensor clamp(Tensor x, long lo, long hi) {
+        check(x.dtype() == DType.I64, "clamp: the host runs clamp on I64, not " + x.dtype());
+        long[] a = x.ints(), y = new long[a.length];
+        for (int i = 0; i < a.length; i++) y[i] = Math.min(Math.max(a[i], lo), hi);
+        return make(x.type(), y);
+    }
+
+    /** {@code x.requant(shift)} on I64: ⌊x / 2^shift⌋ (arithmetic shift right). */
+    public static Tensor requant(Tensor x, int shift) {
+        check(x.dtype() == DType.I64, "requant: the host runs requant on I64, not " + x.dtype());
+        long[] a = x.ints(), y = new long[a.length];
+        for (int i = 0; i < a.length; i++) y[i] = a[i] >> shift;
+        return make(x.type(), y);
+    }
+
+    // ---- transformer vocabulary: binary ---------------------------------------------------------
+
+    /** {@code a.maximum(b)}: y = Math.max(a, b) (exact; NaN propagates; +0.0 above −0.0). */
+    public static Tensor maximum(Tensor a, Tensor b) {
+        sameType("maximum", a, b);
+        requireFloating("maximum", a);
+        double[] x = a.floats(), y = b.floats(), z = new double[x.length];
+        for (int i = 0; i < x.length; i++) z[i] = Math.max(x[i], y[i]);
+        return make(a.type(), z);
+    }
+
+    /** {@code a.greater(b)} → I1: 1 where a &gt; b (false for NaN), else 0. */
+    public static Tensor greater(Tensor a, Tensor b) {
+        sameType("greater", a, b);
+        requireFloating("greater", a);
+        double[] x = a.floats(), y = b.floats();
+        long[] z = new long[x.length];
+        for (int i = 0; i < x.length; i++) z[i] = x[i] > y[i] ? 1 : 0;
+        return make(a.type().withDType(DType.I1), z);
+    }
+
+    /** {@code mask.select(a, b)}: y = a where mask is 1, else b (a copy, no arithmetic). */
+    public static Tensor select(Tensor mask, Tensor a, Tensor b) {
+        sameType("select", a, b);
+        requireFloating("select", a);
+        check(mask.dtype() == DType.I1 && mask.shape().equals(a.shape()),
+                "select: mask " + mask.type() + " must be I1 of shape " + a.shape());
+        long[] m = mask.ints();
+        double[] x = a.floats(), y = b.floats(), z = new double[x.length];
+        for (int i = 0; i < x.length; i++) z[i] = m[i] != 0 ? x[i] : y[i];
+        return make(a.type(), z);
+    }
+
+    /** {@code gate.swiglu(up)}: y = r(silu(gate) · up), silu as {@link #silu}. */
+    public static Tensor swiglu(Tensor gate, Tensor up) {
+        sameType("swiglu", gate, up);
+        requireFloating("swiglu", gate);
+        DType d = gate.dtype();
+        double[] g = gate.floats(), u = up.floats(), y = new double[g.length];
+        for (int i = 0; i < g.length; i++) y[i] = round(d, round(d, g[i] * sigmoid(d, g[i])) * u[i]);
+        return make(gate.type(), y);
+    }
+
+    // ---- transformer vocabulary: norms over the last axis ---------------------------------------
+
+    /**
+     * {@code x.rmsnorm(w, r, eps)} per row of width D: u_c = r(x_c + r_c) (x_c without a residual);
+     * ss = r(u_0²), then ss = r(ss + r(u_c²)) in increasing c; q = r(1 / r(√r(r(ss / D) + eps)));
+     * y_c = r(u_c · q), then r(y_c · w_c) with a weight. {@code weight} and {@code residual} may be null.
+     */
+    public static Tensor rmsnorm(Tensor x, Tensor weight, Tensor residual, double eps) {
+        requireFloating("rmsnorm", x);
+        if (residual != null) sameType("rmsnorm", x, residual);
+        DType d = x.dtype();
+        int dd = (int) x.shape().dim(x.shape().rank() - 1), rows = dd == 0 ? 0 : x.size() / dd;
+        if (weight != null) check(weight.size() == dd && weight.dtype() == d, "rmsnorm: weight " + weight.type() + " for width " + dd);
+        double e = round(d, eps);
+        double[] a = x.floats(), y = new double[a.length], u = new double[dd];
+        for (int row = 0; row < rows; row++) {
+            int base = row * dd;
+            double ss = 0;
+            for (int c = 0; c < dd; c++) {
+                u[c] = residual == null ? a[base + c] : round(d, a[base + c] + residual.floats()[base + c]);
+                double sq = round(d, u[c] * u[c]);
+                ss = c == 0 ? sq : round(d, ss + sq);
+            }
+            double q = round(d, 1.0 / round(d, StrictMath.sqrt(round(d, round(d, ss / dd) + e))));
+            for (int c = 0; c < dd; c++) {
+                double v = round(d, u[c] * q);
+                y[base + c] = weight == null ? v : round(d, v * weight.floats()[c]);
+            }
+        }
+        return make(x.type(), y);
+    }
+
+    /**
+     * {@code x.layernorm(w, b, eps)} per row of width D: μ = r(Σ x / D) (sequential sum); δ_c = r(x_c − μ);
+     * v = r(Σ r(δ_c²) / D); q = r(1 / r(√r(v + eps))); y_c = r(δ_c · q), then r(y_c · w_c), then
+     * r(y_c + b_c). {@code weight} and {@code bias} may be null.
+     */
+    public static Tensor layernorm(Tensor x, Tensor weight, Tensor bias, double eps) {
+        requireFloating("layernorm", x);
+        DType d = x.dtype();
+        int dd = (int) x.shape().dim(x.shape().rank() - 1), rows = dd == 0 ? 0 : x.size() / dd;
+        double e = round(d, eps);
+        double[] a = x.floats(), y = new double[a.length], dl = new double[dd];
+        for (int row = 0; row < rows; row++) {
+            int base = row * dd;
+            double s = a[base];
+            for (int c = 1; c < dd; c++) s = round(d, s + a[base + c]);
+            double mu = round(d, s / dd), vs = 0;
+            for (int c = 0; c < dd; c++) {
+                dl[c] = round(d, a[base + c] - mu);
+                double sq = round(d, dl[c] * dl[c]);
+                vs = c == 0 ? sq : round(d, vs + sq);
+            }
+            double q = round(d, 1.0 / round(d, StrictMath.sqrt(round(d, round(d, vs / dd) + e))));
+            for (int c = 0; c < dd; c++) {
+                double v = round(d, dl[c] * q);
+                if (weight != null) v = round(d, v * weight.floats()[c]);
+                if (bias != null) v = round(d, v + bias.floats()[c]);
+                y[base + c] = v;
+            }
+        }
+        return make(x.type(), y);
+    }
+
+    /** {@code x.l2norm(eps)} per row: ss = Σ r(x_c²) (sequential); n = r(√r(ss + eps)); y_c = r(x_c / n). */
+    public static Tensor l2norm(Tensor x, double eps) {
+        requireFloating("l2norm", x);
+        DType d = x.dtype();
+        int dd = (int) x.shape().dim(x.shape().rank() - 1), rows = dd == 0 ? 0 : x.size() / dd;
+        double e = round(d, eps);
+        double[] a = x.floats(), y = new double[a.length];
+        for (int row = 0; row < rows; row++) {
+            int base = row * dd;
+            double ss = 0;
+            for (int c = 0; c < dd; c++) {
+                double sq = round(d, a[base + c] * a[base + c]);
+                ss = c == 0 ? sq : round(d, ss + sq);
+            }
+            double n = round(d, StrictMath.sqrt(round(d, ss + e)));
+            for (int c = 0; c < dd; c++) y[base + c] = round(d, a[base + c] / n);
+        }
+        return make(x.type(), y);
+    }
+
+    // ---- transformer vocabulary: rope and attention ---------------------------------------------
+
+    /**
+     * {@code x.rope(cos, sin, heads, rotary, start)}: x σ++[T, H·hd], tables [L, R/2], R = rotary
+     * (0: hd). Row t, head h, i &lt; R/2, with c = cos[start + t, i], s = sin[start + t, i],
+     * a = x[.., h·hd + i], b = x[.., h·hd + i + R/2]: y_i = r(r(a·c) − r(b·s)),
+     * y_{i+R/2} = r(r(b·c) + r(a·s)); dims R..hd−1 of each head are copied.
+     */
+    public static Tensor rope(Tensor x, Tensor cos, Tensor sin, int heads, int rotary, int start) {
+        requireFloating("rope", x);
+        Shape s = x.shape();
+        int rk = s.rank();
+        check(rk >= 2 && cos.type().equals(sin.type()) && cos.shape().rank() == 2 && cos.dtype() == x.dtype(),
+                "rope: x " + x.type() + " with tables " + cos.type() + ", " + sin.type());
+        int t = (int) s.dim(rk - 2), w = (int) s.dim(rk - 1), hd = w / heads, r = rotary == 0 ? hd : rotary, half = r / 2;
+        int l = (int) cos.shape().dim(0);
+        check(cos.shape().dim(1) == half && l >= start + t, "rope: tables " + cos.shape() + " for rotary " + r
+                + ", start " + start + " and " + t + " rows");
+        DType d = x.dtype();
+        double[] a = x.floats(), y = a.clone(), cs = cos.floats(), sn = sin.floats();
+        int batch = t == 0 || w == 0 ? 0 : a.length / (t * w);
+        for (int bt = 0; bt < batch; bt++)
+            for (int row = 0; row < t; row++) {
+                int base = (bt * t + row) * w, tab = (start + row) * half;
+                for (int h = 0; h < heads; h++)
+                    for (int i = 0; i < half; i++) {
+                        int lo = base + h * hd + i, hi = lo + half;
+                        double c = cs[tab + i], sv = sn[tab + i], xa = a[lo], xb = a[hi];
+                        y[lo] = round(d, round(d, xa * c) - round(d, xb * sv));
+                        y[hi] = round(d, round(d, xb * c) + round(d, xa * sv));
+                    }
+            }
+        return make(x.type(), y);
+    }
+
+    /** The attention scale α = r(scale), or r(1/√hd) by default. */
+    public static double attentionScale(DType d, Instr.AttnOpts o, long hd) {
+        return round(d, o.alpha(hd));
+    }
+
+    /**
+     * The probabilities of one query row: p[j] for j in [0, L) (0 outside [lo, hi]) and returns the
+     * sink share. Positions: hi = min(start + row, L − 1); lo = max(0, start + row − W + 1) with a
+     * window W, ⌊(start + row)/C⌋·C with a chunk C, else 0. Score of j: dot = Σ_e r(q_e·k_e)
+     * (sequential from e = 0), u = r(dot · α), s = r(C·r(tanh(r(u / C)))) with a softcap C, else u.
+     * m = Math.max over (sink, s_lo, …, s_hi); e_j = r(exp(r(s_j − m))); Z = e_σ (with a sink),
+     * then Z = r(Z + e_j) in increasing j; p_j = r(e_j / Z), p_σ = r(e_σ / Z). No position and no
+     * sink: every p and p_σ are +0.0.
+     */
+    private static double probsRow(DType d, double[] q, int qOff, double[] k, int kBase, int kStride, int hd,
+                                   int l, int row, Instr.AttnOpts o, double alpha, double cap, double sink,
+                                   boolean hasSink, double[] p) {
+        Arrays.fill(p, 0.0);
+        long last = (long) o.start() + row;
+        int hi = (int) Math.min(last, l - 1L);
+        long lo = o.window() > 0 ? Math.max(0, last - o.window() + 1) : o.chunk() > 0 ? last / o.chunk() * o.chunk() : 0;
+        double m = hasSink ? sink : Double.NEGATIVE_INFINITY;
+        boolean any = hasSink;
+        for (long j = lo; j <= hi; j++) {
+            int kOff = kBase + (int) j * kStride;
+            double dot = 0;
+            for (int e = 0; e < hd; e++) {
+                double pr = round(d, q[qOff + e] * k[kOff + e]);
+                dot = e == 0 ? pr : round(d, dot + pr);
+            }
+            double u = round(d, dot * alpha);
+            double sc = cap > 0 ? round(d, cap * round(d, StrictMath.tanh(round(d, u / cap)))) : u;
+            p[(int) j] = sc;
+            m = any ? Math.max(m, sc) : sc;
+            any = true;
+        }
+        if (!any) return 0.0;
+        double es = hasSink ? round(d, StrictMath.exp(round(d, sink - m))) : 0.0, z = es;
+        boolean first = !hasSink;
+        for (long j = lo; j <= hi; j++) {
+            double e = round(d, StrictMath.exp(round(d, p[(int) j] - m)));
+            p[(int) j] = e;
+            z = first ? e : round(d, z + e);
+            first = false;
+        }
+        for (long j = lo; j <= hi; j++) p[(int) j] = round(d, p[(int) j] / z);
+        return hasSink ? round(d, es / z) : 0.0;
+    }
+
+    /** Checks q, k (and v, sinks) against the options; returns {batch, rows, L, hd}. */
+    private static int[] attentionDims(String op, Tensor q, Tensor k, Tensor v, Tensor sinks, Instr.AttnOpts o) {
+        requireFloating(op, q);
+        Shape qs = q.shape(), ks = k.shape();
+        int r = qs.rank();
+        check(r >= 2 && ks.rank() == r && qs.prefix(r - 2).equals(ks.prefix(r - 2)) && k.dtype() == q.dtype()
+                && o.heads() > 0 && o.kvHeads() > 0 && o.heads() % o.kvHeads() == 0,
+                op + ": q " + q.type() + " and k " + k.type() + " do not fit heads " + o.heads() + ", kv_heads " + o.kvHeads());
+        int rows = (int) qs.dim(r - 2), l = (int) ks.dim(r - 2), hd = (int) (qs.dim(r - 1) / o.heads());
+        check(qs.dim(r - 1) == (long) hd * o.heads() && ks.dim(r - 1) == (long) hd * o.kvHeads(),
+                op + ": q " + q.type() + " and k " + k.type() + " head widths differ");
+        if (v != null) sameType(op, k, v);
+        if (sinks != null) check(sinks.size() == o.heads() && sinks.dtype() == q.dtype(), op + ": sinks " + sinks.type());
+        int batch = prod(qs, 0, r - 2);
+        return new int[] {batch, rows, l, hd};
+    }
+
+    /**
+     * {@code q.attention(k, v, sinks, opts)}: q σ++[T, H·hd], k, v σ++[L, KV·hd], sinks [H] or null.
+     * Query head h reads kv head h / (H/KV). Per row and head, p as {@link #probsRow}; then
+     * out_e = Σ_j p_j v_{j,e} over the attended positions in increasing j (first term r(p·v), then
+     * r(acc + r(p·v))). A row with no attended position outputs +0.0.
+     */
+    public static Tensor attention(Tensor q, Tensor k, Tensor v, Tensor sinks, Instr.AttnOpts o) {
+        int[] dims = attentionDims("attention", q, k, v, sinks, o);
+        int batch = dims[0], rows = dims[1], l = dims[2], hd = dims[3], h = o.heads(), kv = o.kvHeads(), g = h / kv;
+        DType d = q.dtype();
+        double alpha = attentionScale(d, o, hd), cap = round(d, o.softcap());
+        double[] qa = q.floats(), ka = k.floats(), va = v.floats(), y = new double[qa.length], p = new double[l];
+        for (int bt = 0; bt < batch; bt++)
+            for (int hh = 0; hh < h; hh++)
+                for (int row = 0; row < rows; row++) {
+                    int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / g) * hd;
+                    probsRow(d, qa, qOff, ka, kBase, kv * hd, hd, l, row, o, alpha, cap,
+                            sinks == null ? 0 : sinks.floats()[hh], sinks != null, p);
+                    boolean first = true;
+                    for (int j = 0; j < l; j++) {
+                        if (!attended(o, row, j, l)) continue;
+                        int vOff = kBase + j * kv * hd;
+                        for (int e = 0; e < hd; e++) {
+                            double pr = round(d, p[j] * va[vOff + e]);
+                            y[qOff + e] = first ? pr : round(d, y[qOff + e] + pr);
+                        }
+                        first = false;
+                    }
+                }
+        return make(q.type(), y);
+    }
+
+    /** Whether query row {@code row} attends key position j (as {@link #probsRow}). */
+    private static boolean attended(Instr.AttnOpts o, int row, int j, int l) {
+        long last = (long) o.start() + row;
+        long lo = o.window() > 0 ? Math.max(0, last - o.window() + 1) : o.chunk() > 0 ? last / o.chunk() * o.chunk() : 0;
+        return j >= lo && j <= Math.min(last, l - 1L);
+    }
+
+    /**
+     * AttentionProbs: σ++[H, T, L] of the probabilities (+0.0 where not attended), or with
+     * {@code sinkColumn} σ++[H, T, 1] of the sink shares (+0.0 without sinks); as {@link #probsRow}.
+     */
+    public static Tensor attentionProbs(Tensor q, Tensor k, Tensor sinks, Instr.AttnOpts o, boolean sinkColumn) {
+        int[] dims = attentionDims("attention_probs", q, k, null, sinks, o);
+        int batch = dims[0], rows = dims[1], l = dims[2], hd = dims[3], h = o.heads(), kv = o.kvHeads(), g = h / kv;
+        DType d = q.dtype();
+        double alpha = attentionScale(d, o, hd), cap = round(d, o.softcap());
+        int width = sinkColumn ? 1 : l;
+        Shape qs = q.shape();
+        TensorType out = q.type().withShape(qs.prefix(qs.rank() - 2).concat(h, rows, width));
+        double[] qa = q.floats(), ka = k.floats(), y = new double[volume("attention_probs", out.shape())], p = new double[l];
+        for (int bt = 0; bt < batch; bt++)
+            for (int hh = 0; hh < h; hh++)
+                for (int row = 0; row < rows; row++) {
+                    int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / g) * hd;
+                    double ps = probsRow(d, qa, qOff, ka, kBase, kv * hd, hd, l, row, o, alpha, cap,
+                            sinks == null ? 0 : sinks.floats()[hh], sinks != null, p);
+                    int oOff = ((bt * h + hh) * rows + row) * width;
+                    if (sinkColumn) y[oOff] = ps;
+                    else System.arraycopy(p, 0, y, oOff, l);
+                }
+        return make(out, y);
+    }
+
+    // ---- transformer vocabulary: rows -----------------------------------------------------------
+
+    /**
+     * {@code table.set_rows(ids, rows)}: a copy of table [V, D] with row ids[k] replaced by rows[k]
+     * (no arithmetic). Every id is checked against [0, V) first, and ids must be distinct:
+     * {@code set_rows index out of bounds: …}, {@code set_rows: duplicate index v at ids[k]}.
+     */
+    public static Tensor setRows(Tensor table, Tensor ids, Tensor rows) {
+        requireFloating("set_rows", table);
+        requireIndices("set_rows", ids);
+        Shape s = table.shape();
+        check(s.rank() == 2 && ids.shape().rank() == 1
+                && rows.type().equals(table.type().withShape(Shape.of(ids.shape().dim(0), s.dim(1)))),
+                "set_rows: table " + table.type() + ", ids " + ids.type() + ", rows " + rows.type());
+        checkAll("set_rows", ids, s.dim(0));
+        long[] idx = ids.ints();
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (int i = 0; i < idx.length; i++)
+            check(seen.add(idx[i]), "set_rows: duplicate index " + idx[i] + " at ids[" + i + "]");
+        int dd = (int) s.dim(1);
+        double[] y = table.floats().clone(), r = rows.floats();
+        for (int i = 0; i < idx.length; i++) System.arraycopy(r, i * dd, y, (int) idx[i] * dd, dd);
+        return make(table.type(), y);
     }
 }

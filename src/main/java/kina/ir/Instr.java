@@ -1,6 +1,8 @@
 package kina.ir;
 
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The tensor instruction vocabulary (DESIGN §3), one record per instruction, grouped by family.
@@ -63,6 +65,81 @@ public sealed interface Instr extends Rhs {
         public String op() { return "log"; }
     }
 
+    /** {@code x.sqrt()}: √x. */
+    record Sqrt(Var x) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "sqrt"; }
+    }
+
+    /** {@code x.rsqrt()}: 1/√x (the root rounded, then the reciprocal). */
+    record Rsqrt(Var x) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "rsqrt"; }
+    }
+
+    /** {@code x.tanh()}. */
+    record Tanh(Var x) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "tanh"; }
+    }
+
+    /** {@code x.sigmoid()}: 1/(1+e^{−x}). */
+    record Sigmoid(Var x) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "sigmoid"; }
+    }
+
+    /** {@code x.reciprocal()}: 1/x. */
+    record Reciprocal(Var x) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "reciprocal"; }
+    }
+
+    /** {@code x.silu()}: x·σ(x). */
+    record Silu(Var x) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "silu"; }
+    }
+
+    /** {@code x.gelu()}: tanh approximation ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
+    record Gelu(Var x) implements Instr {
+        /** √(2/π) and 0.044715, the constants of the tanh approximation. */
+        public static final double GELU_C = 0.7978845608028654, GELU_K = 0.044715;
+
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "gelu"; }
+    }
+
+    /** {@code x.relu()}: max(x, 0); on I64 the integer ReLU (no gradient). */
+    record Relu(Var x) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "relu"; }
+    }
+
+    /** {@code x.softcap(cap=C)}: C·tanh(x/C), C &gt; 0. */
+    record Softcap(Var x, double cap) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "softcap"; }
+    }
+
+    /** {@code x.argmax(axis=k)} → I64, the axis dropped; the first largest index (NaN counts as largest). */
+    record ArgMax(Var x, int axis) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "argmax"; }
+    }
+
+    /** {@code x.clamp(lo=a, hi=b)}: I64 saturation to [a, b] (integer arithmetic, no gradient). */
+    record Clamp(Var x, long lo, long hi) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "clamp"; }
+    }
+
+    /** {@code x.requant(shift=s)}: I64 floored shift ⌊x / 2^s⌋ (integer arithmetic, no gradient). */
+    record Requant(Var x, int shift) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "requant"; }
+    }
+
     // ---- binary (same shape; broadcasting is an explicit instruction) ----------------------
     /** {@code a + b}. */
     record Add(Var a, Var b) implements Instr {
@@ -86,6 +163,30 @@ public sealed interface Instr extends Rhs {
     record Div(Var a, Var b) implements Instr {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "div"; }
+    }
+
+    /** {@code a.maximum(b)}, elementwise; the VJP gives ties to a. */
+    record Maximum(Var a, Var b) implements Instr {
+        public List<Var> operands() { return List.of(a, b); }
+        public String op() { return "maximum"; }
+    }
+
+    /** {@code a.greater(b)} → I1: a &gt; b elementwise (a mask; no cotangent). */
+    record Greater(Var a, Var b) implements Instr {
+        public List<Var> operands() { return List.of(a, b); }
+        public String op() { return "greater"; }
+    }
+
+    /** {@code mask.select(a, b)}: a where mask (I1) is 1, else b. */
+    record Select(Var mask, Var a, Var b) implements Instr {
+        public List<Var> operands() { return List.of(mask, a, b); }
+        public String op() { return "select"; }
+    }
+
+    /** {@code gate.swiglu(up)}: silu(gate) ⊙ up, same shapes. */
+    record Swiglu(Var gate, Var up) implements Instr {
+        public List<Var> operands() { return List.of(gate, up); }
+        public String op() { return "swiglu"; }
     }
 
     // ---- contraction ----------------------------------------------------------------------
@@ -134,6 +235,59 @@ public sealed interface Instr extends Rhs {
         public String op() { return "softmax"; }
     }
 
+    /**
+     * {@code x.rmsnorm([w[, r]], eps=e)}: over the last axis (width D), u = x + r (when r is
+     * given), y = u · rsqrt(mean_D(u²) + eps) · w (w [D], absent = 1).
+     */
+    record RmsNorm(Var x, Optional<Var> weight, Optional<Var> residual, double eps) implements Instr {
+        public List<Var> operands() { return present(List.of(x), weight, residual); }
+        public String op() { return "rmsnorm"; }
+    }
+
+    /** {@code x.layernorm([w[, b]], eps=e)}: over the last axis, (x − μ)·rsqrt(var + eps)·w + b. */
+    record LayerNorm(Var x, Optional<Var> weight, Optional<Var> bias, double eps) implements Instr {
+        public List<Var> operands() { return present(List.of(x), weight, bias); }
+        public String op() { return "layernorm"; }
+    }
+
+    /** {@code x.l2norm(eps=e)}: over the last axis, x / √(Σ x² + eps). */
+    record L2Norm(Var x, double eps) implements Instr {
+        public List<Var> operands() { return List.of(x); }
+        public String op() { return "l2norm"; }
+    }
+
+    /**
+     * {@code x.rope(cos, sin, heads=H, rotary=R, start=P)}: half-split rotation of the first R dims
+     * of each head (R = 0 means the whole head width); row t uses table row P + t.
+     */
+    record Rope(Var x, Var cos, Var sin, int heads, int rotary, int start) implements Instr {
+        public List<Var> operands() { return List.of(x, cos, sin); }
+        public String op() { return "rope"; }
+    }
+
+    /**
+     * The static options of causal attention: scale NaN = 1/√hd; softcap, window, chunk 0 = none;
+     * start P: query row r attends key positions j ≤ P + r.
+     */
+    record AttnOpts(int heads, int kvHeads, double scale, double softcap, int window, int chunk, int start) {
+        /** The score scale α for head width hd: {@code scale}, or 1/√hd when it is NaN (before rounding to the dtype). */
+        public double alpha(long hd) { return Double.isNaN(scale) ? 1.0 / StrictMath.sqrt(hd) : scale; }
+    }
+
+    /**
+     * {@code q.attention(k, v[, sinks], heads=H, kv_heads=KV, scale=s, softcap=c, window=W, chunk=C, start=P)}:
+     * causal grouped-query attention. q σ++[T, H·hd], k, v σ++[L, KV·hd], sinks [H] → σ++[T, H·hd];
+     * query head h reads kv head h / (H/KV). Row r attends key positions j with lo ≤ j ≤ min(P + r, L − 1),
+     * lo = 0, or max(0, P + r − W + 1) with a window, or ⌊(P + r)/C⌋·C with a chunk (not both). Scores
+     * α·q·k (α = s, default 1/√hd), then c·tanh(·/c) with a softcap; softmax over the attended scores
+     * and the head's sink logit (which joins the denominator and carries no value); out = Σ p_j v_j.
+     * A row that attends no position outputs +0.0 (its gradients are 0; with a sink, p_σ = 1).
+     */
+    record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Instr {
+        public List<Var> operands() { return present(List.of(q, k, v), sinks); }
+        public String op() { return "attention"; }
+    }
+
     // ---- indexing -------------------------------------------------------------------------
     /** {@code values.take_along_axis(indices, axis=k)}: indices drop the axis (Section 9 §4.2). */
     record TakeAlongAxis(Var values, Var indices, int axis) implements Instr {
@@ -141,10 +295,23 @@ public sealed interface Instr extends Rhs {
         public String op() { return "take_along_axis"; }
     }
 
-    /** {@code values.gather(indices)}: values [V,D], I64 indices σ → σ++[D] (Section 5 §4). */
+    /**
+     * {@code values.gather(indices)}: values [V,D], I64 indices σ → σ++[D] (Section 5 §4). The
+     * surface {@code table.row(i)} (the seed's RowGather: one row by an I64 [1] index, 0-based,
+     * → [1, D]) parses to this instruction and prints as {@code gather}.
+     */
     record Gather(Var values, Var indices) implements Instr {
         public List<Var> operands() { return List.of(values, indices); }
         public String op() { return "gather"; }
+    }
+
+    /**
+     * {@code table.set_rows(ids, rows)}: table [V, D], I64 ids [n] (distinct), rows [n, D] → the
+     * table with row ids[k] replaced by rows[k].
+     */
+    record SetRows(Var table, Var ids, Var rows) implements Instr {
+        public List<Var> operands() { return List.of(table, ids, rows); }
+        public String op() { return "set_rows"; }
     }
 
     // ---- IR-internal adjoints (no surface form) ---------------------------------------------
@@ -158,5 +325,23 @@ public sealed interface Instr extends Rhs {
     record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Instr {
         public List<Var> operands() { return List.of(updates, indices); }
         public String op() { return "scatter_along_axis"; }
+    }
+
+    /**
+     * AttentionProbs(q, k, sinks?, opts, sinkColumn): the attention probabilities σ++[H, rows, L]
+     * (0 at masked positions), or with sinkColumn the sink's share σ++[H, rows, 1] (0 without sinks).
+     * The adjoint vocabulary of attention.
+     */
+    record AttentionProbs(Var q, Var k, Optional<Var> sinks, AttnOpts opts, boolean sinkColumn) implements Instr {
+        public List<Var> operands() { return present(List.of(q, k), sinks); }
+        public String op() { return "attention_probs"; }
+    }
+
+    /** The fixed operands, then the optional ones that are present, in order. */
+    @SafeVarargs
+    private static List<Var> present(List<Var> fixed, Optional<Var>... rest) {
+        List<Var> l = new ArrayList<>(fixed);
+        for (Optional<Var> o : rest) o.ifPresent(l::add);
+        return List.copyOf(l);
     }
 }

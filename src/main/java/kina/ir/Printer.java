@@ -3,6 +3,7 @@ package kina.ir;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.stream.Collectors;
 
 /**
@@ -99,10 +100,26 @@ public final class Printer {
             case Instr.Neg(Var x) -> new Printed("-" + o.at(x, UNARY), UNARY);
             case Instr.Exp(Var x) -> method(o, x, "exp()");
             case Instr.Log(Var x) -> method(o, x, "log()");
+            case Instr.Sqrt(Var x) -> method(o, x, "sqrt()");
+            case Instr.Rsqrt(Var x) -> method(o, x, "rsqrt()");
+            case Instr.Tanh(Var x) -> method(o, x, "tanh()");
+            case Instr.Sigmoid(Var x) -> method(o, x, "sigmoid()");
+            case Instr.Reciprocal(Var x) -> method(o, x, "reciprocal()");
+            case Instr.Silu(Var x) -> method(o, x, "silu()");
+            case Instr.Gelu(Var x) -> method(o, x, "gelu()");
+            case Instr.Relu(Var x) -> method(o, x, "relu()");
+            case Instr.Softcap(Var x, double cap) -> method(o, x, "softcap(cap=" + number(cap) + ")");
+            case Instr.ArgMax(Var x, int axis) -> method(o, x, "argmax(axis=" + axis + ")");
+            case Instr.Clamp(Var x, long lo, long hi) -> method(o, x, "clamp(lo=" + lo + ", hi=" + hi + ")");
+            case Instr.Requant(Var x, int shift) -> method(o, x, "requant(shift=" + shift + ")");
             case Instr.Add(Var a, Var b) -> binary(o, a, " + ", b, SUM);
             case Instr.Sub(Var a, Var b) -> binary(o, a, " - ", b, SUM);
             case Instr.Mul(Var a, Var b) -> binary(o, a, " * ", b, PROD);
             case Instr.Div(Var a, Var b) -> binary(o, a, " / ", b, PROD);
+            case Instr.Maximum(Var a, Var b) -> method(o, a, "maximum(" + o.at(b, EXPR) + ")");
+            case Instr.Greater(Var a, Var b) -> method(o, a, "greater(" + o.at(b, EXPR) + ")");
+            case Instr.Select(Var m, Var a, Var b) -> method(o, m, "select(" + o.at(a, EXPR) + ", " + o.at(b, EXPR) + ")");
+            case Instr.Swiglu(Var g, Var u) -> method(o, g, "swiglu(" + o.at(u, EXPR) + ")");
             case Instr.Matmul(Var a, Var b) -> binary(o, a, " @ ", b, PROD);
             case Instr.Reshape(Var x, Shape to) -> method(o, x, "reshape(" + to + ")");
             case Instr.Transpose(Var x, Perm perm) -> method(o, x, "transpose(" + perm + ")");
@@ -110,14 +127,47 @@ public final class Printer {
             case Instr.Sum(Var x, int axis, boolean keep) -> method(o, x, "sum(axis=" + axis + ", keepdims=" + keep + ")");
             case Instr.LogSoftmax(Var x, int axis) -> method(o, x, "log_softmax(axis=" + axis + ")");
             case Instr.Softmax(Var x, int axis) -> method(o, x, "softmax(axis=" + axis + ")");
+            case Instr.RmsNorm(Var x, Optional<Var> w, Optional<Var> r, double eps) ->
+                    method(o, x, "rmsnorm(" + opts(o, w, r) + "eps=" + number(eps) + ")");
+            case Instr.LayerNorm(Var x, Optional<Var> w, Optional<Var> b, double eps) ->
+                    method(o, x, "layernorm(" + opts(o, w, b) + "eps=" + number(eps) + ")");
+            case Instr.L2Norm(Var x, double eps) -> method(o, x, "l2norm(eps=" + number(eps) + ")");
+            case Instr.Rope(Var x, Var c, Var sn, int heads, int rotary, int start) -> method(o, x, "rope("
+                    + o.at(c, EXPR) + ", " + o.at(sn, EXPR) + ", heads=" + heads
+                    + (rotary != 0 ? ", rotary=" + rotary : "") + (start != 0 ? ", start=" + start : "") + ")");
+            case Instr.Attention(Var q, Var k, Var v, Optional<Var> sinks, Instr.AttnOpts opts) -> method(o, q, "attention("
+                    + o.at(k, EXPR) + ", " + o.at(v, EXPR) + ", " + opts(o, sinks) + attn(opts) + ")");
             case Instr.TakeAlongAxis(Var v, Var ids, int axis) ->
                     method(o, v, "take_along_axis(" + o.at(ids, EXPR) + ", axis=" + axis + ")");
             case Instr.Gather(Var v, Var ids) -> method(o, v, "gather(" + o.at(ids, EXPR) + ")");
+            case Instr.SetRows(Var t, Var ids, Var rows) ->
+                    method(o, t, "set_rows(" + o.at(ids, EXPR) + ", " + o.at(rows, EXPR) + ")");
             case Instr.ScatterAdd(Var u, Var ids, TensorType dest) ->
                     new Printed("%scatter_add(" + o.at(u, EXPR) + ", " + o.at(ids, EXPR) + ", " + dest + ")", ATOM);
             case Instr.ScatterAlongAxis(int axis, Var u, Var ids, TensorType dest) -> new Printed(
                     "%scatter_along_axis(" + o.at(u, EXPR) + ", " + o.at(ids, EXPR) + ", axis=" + axis + ", " + dest + ")", ATOM);
+            case Instr.AttentionProbs(Var q, Var k, Optional<Var> sinks, Instr.AttnOpts opts, boolean col) -> new Printed(
+                    "%attention_probs(" + o.at(q, EXPR) + ", " + o.at(k, EXPR) + ", " + opts(o, sinks) + attn(opts)
+                            + ", sink_column=" + col + ")", ATOM);
         };
+    }
+
+    /** The present optional operands, each followed by {@code ", "}. */
+    @SafeVarargs
+    private static String opts(Operands o, Optional<Var>... vs) {
+        StringBuilder sb = new StringBuilder();
+        for (Optional<Var> v : vs) v.ifPresent(x -> sb.append(o.at(x, EXPR)).append(", "));
+        return sb.toString();
+    }
+
+    /** The keyword arguments of attention: heads and kv_heads, then those that differ from their default. */
+    private static String attn(Instr.AttnOpts a) {
+        return "heads=" + a.heads() + ", kv_heads=" + a.kvHeads()
+                + (Double.isNaN(a.scale()) ? "" : ", scale=" + number(a.scale()))
+                + (a.softcap() != 0 ? ", softcap=" + number(a.softcap()) : "")
+                + (a.window() != 0 ? ", window=" + a.window() : "")
+                + (a.chunk() != 0 ? ", chunk=" + a.chunk() : "")
+                + (a.start() != 0 ? ", start=" + a.start() : "");
     }
 
     private static Printed method(Operands o, Var receiver, String call) {

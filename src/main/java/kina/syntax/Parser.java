@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.stream.Collectors;
 
 import kina.ir.Block;
@@ -39,7 +40,7 @@ public final class Parser {
     // ---- the method table: one entry per method instruction ----------------------------------
 
     /** What a positional method argument is: a tensor expression, a shape {@code [..]}, a permutation {@code [..]}. */
-    private enum Arg { TENSOR, SHAPE, PERM }
+    private enum Arg { TENSOR, SHAPE, PERM, OPT_TENSOR }
 
     /** What a keyword argument's value is. */
     private enum KwKind { INT, BOOL, NUMBER }
@@ -50,6 +51,7 @@ public final class Parser {
     /** The parsed arguments of one method call; positionals in order, keywords by name (defaults filled). */
     private record Args(List<Object> pos, Map<String, Object> kw) {
         Var var(int i) { return (Var) pos.get(i); }
+        Optional<Var> opt(int i) { return Optional.ofNullable((Var) pos.get(i)); }
         Shape shape(int i) { return (Shape) pos.get(i); }
         Perm perm(int i) { return (Perm) pos.get(i); }
         int integer(String k) { return (Integer) kw.get(k); }
@@ -67,6 +69,21 @@ public final class Parser {
     }
 
     private static final Kw AXIS = new Kw("axis", KwKind.INT, null);
+    private static final Kw HEADS = new Kw("heads", KwKind.INT, null);
+    private static final List<Arg> NONE = List.of(), ONE = List.of(Arg.TENSOR), TWO = List.of(Arg.TENSOR, Arg.TENSOR);
+
+    private static Kw eps(double dflt) { return new Kw("eps", KwKind.NUMBER, dflt); }
+
+    private static Kw opt(String name, KwKind kind, Object dflt) { return new Kw(name, kind, dflt); }
+
+    private static Instr.AttnOpts attnOpts(Args a) {
+        return new Instr.AttnOpts(a.integer("heads"), a.integer("kv_heads"), a.number("scale"), a.number("softcap"),
+                a.integer("window"), a.integer("chunk"), a.integer("start"));
+    }
+
+    private static final List<Kw> ATTENTION = List.of(HEADS, new Kw("kv_heads", KwKind.INT, null),
+            opt("scale", KwKind.NUMBER, Double.NaN), opt("softcap", KwKind.NUMBER, 0.0), opt("window", KwKind.INT, 0),
+            opt("chunk", KwKind.INT, 0), opt("start", KwKind.INT, 0));
 
     /** Every method of the surface language (DESIGN §2.1); a new instruction adds one line here. */
     private static final Map<String, Method> METHODS = table(
@@ -81,7 +98,37 @@ public final class Parser {
             m("log_softmax", List.of(), List.of(AXIS), (x, a) -> new Instr.LogSoftmax(x, a.integer("axis"))),
             m("take_along_axis", List.of(Arg.TENSOR), List.of(AXIS),
                     (x, a) -> new Instr.TakeAlongAxis(x, a.var(0), a.integer("axis"))),
-            m("gather", List.of(Arg.TENSOR), List.of(), (x, a) -> new Instr.Gather(x, a.var(0))));
+            m("gather", List.of(Arg.TENSOR), List.of(), (x, a) -> new Instr.Gather(x, a.var(0))),
+            // the transformer vocabulary (issue 5)
+            m("sqrt", NONE, List.of(), (x, a) -> new Instr.Sqrt(x)),
+            m("rsqrt", NONE, List.of(), (x, a) -> new Instr.Rsqrt(x)),
+            m("tanh", NONE, List.of(), (x, a) -> new Instr.Tanh(x)),
+            m("sigmoid", NONE, List.of(), (x, a) -> new Instr.Sigmoid(x)),
+            m("reciprocal", NONE, List.of(), (x, a) -> new Instr.Reciprocal(x)),
+            m("silu", NONE, List.of(), (x, a) -> new Instr.Silu(x)),
+            m("gelu", NONE, List.of(), (x, a) -> new Instr.Gelu(x)),
+            m("relu", NONE, List.of(), (x, a) -> new Instr.Relu(x)),
+            m("softcap", NONE, List.of(opt("cap", KwKind.NUMBER, null)), (x, a) -> new Instr.Softcap(x, a.number("cap"))),
+            m("argmax", NONE, List.of(AXIS), (x, a) -> new Instr.ArgMax(x, a.integer("axis"))),
+            m("clamp", NONE, List.of(opt("lo", KwKind.INT, null), opt("hi", KwKind.INT, null)),
+                    (x, a) -> new Instr.Clamp(x, a.integer("lo"), a.integer("hi"))),
+            m("requant", NONE, List.of(opt("shift", KwKind.INT, null)), (x, a) -> new Instr.Requant(x, a.integer("shift"))),
+            m("maximum", ONE, List.of(), (x, a) -> new Instr.Maximum(x, a.var(0))),
+            m("greater", ONE, List.of(), (x, a) -> new Instr.Greater(x, a.var(0))),
+            m("select", TWO, List.of(), (x, a) -> new Instr.Select(x, a.var(0), a.var(1))),
+            m("swiglu", ONE, List.of(), (x, a) -> new Instr.Swiglu(x, a.var(0))),
+            m("rmsnorm", List.of(Arg.OPT_TENSOR, Arg.OPT_TENSOR), List.of(eps(1e-5)),
+                    (x, a) -> new Instr.RmsNorm(x, a.opt(0), a.opt(1), a.number("eps"))),
+            m("layernorm", List.of(Arg.OPT_TENSOR, Arg.OPT_TENSOR), List.of(eps(1e-5)),
+                    (x, a) -> new Instr.LayerNorm(x, a.opt(0), a.opt(1), a.number("eps"))),
+            m("l2norm", NONE, List.of(eps(1e-6)), (x, a) -> new Instr.L2Norm(x, a.number("eps"))),
+            m("rope", TWO, List.of(HEADS, opt("rotary", KwKind.INT, 0), opt("start", KwKind.INT, 0)),
+                    (x, a) -> new Instr.Rope(x, a.var(0), a.var(1), a.integer("heads"), a.integer("rotary"), a.integer("start"))),
+            m("attention", List.of(Arg.TENSOR, Arg.TENSOR, Arg.OPT_TENSOR), ATTENTION,
+                    (x, a) -> new Instr.Attention(x, a.var(0), a.var(1), a.opt(2), attnOpts(a))),
+            // row(i): one row by an I64 [1] index, a documented alias of gather ([V, D] → [1, D])
+            m("row", ONE, List.of(), (x, a) -> new Instr.Gather(x, a.var(0))),
+            m("set_rows", TWO, List.of(), (x, a) -> new Instr.SetRows(x, a.var(0), a.var(1))));
 
     private static Map<String, Method> table(Method... ms) {
         Map<String, Method> t = new LinkedHashMap<>();
@@ -92,7 +139,8 @@ public final class Parser {
     /** IR-internal instructions that the printer shows as {@code %name(…)} and the parser refuses. */
     private static final Map<String, String> INTERNAL = Map.of(
             "scatter_add", "scatter_add is IR-internal (made by transform_ad); it has no surface form",
-            "scatter_along_axis", "scatter_along_axis is IR-internal (made by transform_ad); it has no surface form");
+            "scatter_along_axis", "scatter_along_axis is IR-internal (made by transform_ad); it has no surface form",
+            "attention_probs", "attention_probs is IR-internal (made by transform_ad); it has no surface form");
 
     // ---- operands: an expression parsed but not yet bound ----------------------------------
 
@@ -289,10 +337,22 @@ public final class Parser {
     private Args methodArgs(Method m) {
         expect("(");
         List<Object> pos = new ArrayList<>();
+        boolean any = false;
         for (int k = 0; k < m.positional().size(); k++) {
-            if (k > 0) expect(",");
-            pos.add(switch (m.positional().get(k)) {
-                case TENSOR -> bind(expr());
+            Arg kind = m.positional().get(k);
+            if (kind == Arg.OPT_TENSOR) {                 // present unless ')' or a keyword comes next
+                int look = any ? at + 1 : at;
+                boolean present = (any ? peek().is(",") : !peek().is(")"))
+                        && !(toks.get(look).kind() == Kind.IDENT && look + 1 < toks.size() && toks.get(look + 1).is("="));
+                if (!present) {
+                    for (; k < m.positional().size(); k++) pos.add(null);
+                    break;
+                }
+            }
+            if (any) expect(",");
+            any = true;
+            pos.add(switch (kind) {
+                case TENSOR, OPT_TENSOR -> bind(expr());
                 case SHAPE -> new Shape(dims());
                 case PERM -> new Perm(ints());
             });
@@ -302,7 +362,7 @@ public final class Parser {
             expect(")");
         } else {
             String known = m.keywords().stream().map(k -> k.name() + "=").collect(Collectors.joining(", "));
-            boolean first = pos.isEmpty();
+            boolean first = !any;
             while (!peek().is(")")) {
                 if (!first && !accept(",")) throw expected("',' or ')'", peek());
                 first = false;

@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import kina.ir.DType;
 import kina.ir.Instr;
 import kina.ir.Payload;
@@ -28,6 +29,7 @@ import org.junit.jupiter.api.Test;
 /** Every instruction's type rule, accepted and rejected, through the checker (messages name let c). */
 class InstrRulesTest {
     static final Var A = v("a"), B = v("b");
+    static final Instr.AttnOpts OPTS = new Instr.AttnOpts(1, 1, Double.NaN, 0, 0, 0, 0);
 
     /** {@code let a = input; let b = input; let c = ins in c}. */
     static Program prog(Instr ins, TensorType... operands) {
@@ -247,8 +249,17 @@ class InstrRulesTest {
                 new Instr.Reshape(A, sh(4)), new Instr.Transpose(A, Perm.of(1, 0)), new Instr.Broadcast(A, sh(2, 2)),
                 new Instr.Sum(A, 0, false), new Instr.LogSoftmax(A, 1), new Instr.Softmax(A, 0),
                 new Instr.TakeAlongAxis(A, B, 1), new Instr.Gather(A, B), new Instr.ScatterAdd(A, B, f32(3, 2)),
-                new Instr.ScatterAlongAxis(1, v("u"), B, f32(2, 2)));
-        Map<Var, TensorType> types = Map.of(A, f32(2, 2), B, i64(2), v("u"), f32(2));
+                new Instr.ScatterAlongAxis(1, v("u"), B, f32(2, 2)),
+                new Instr.Sqrt(A), new Instr.Rsqrt(A), new Instr.Tanh(A), new Instr.Sigmoid(A), new Instr.Reciprocal(A),
+                new Instr.Silu(A), new Instr.Gelu(A), new Instr.Relu(A), new Instr.Softcap(A, 30), new Instr.ArgMax(A, 1),
+                new Instr.Clamp(B, 0, 1), new Instr.Requant(B, 1), new Instr.Maximum(A, A), new Instr.Greater(A, A),
+                new Instr.Select(v("m"), A, A), new Instr.Swiglu(A, A),
+                new Instr.RmsNorm(A, Optional.of(v("u")), Optional.of(A), 1e-5),
+                new Instr.LayerNorm(A, Optional.of(v("u")), Optional.of(v("u")), 1e-5), new Instr.L2Norm(A, 1e-6),
+                new Instr.Rope(A, v("cs"), v("cs"), 1, 0, 0), new Instr.Attention(A, A, A, Optional.of(v("sk")), OPTS),
+                new Instr.SetRows(A, v("i1"), v("row")), new Instr.AttentionProbs(A, A, Optional.empty(), OPTS, false));
+        Map<Var, TensorType> types = Map.of(A, f32(2, 2), B, i64(2), v("u"), f32(2), v("m"), t(DType.I1, 2, 2),
+                v("cs"), f32(2, 1), v("sk"), f32(1), v("i1"), i64(1), v("row"), f32(1, 2));
         for (Class<?> k : Instr.class.getPermittedSubclasses())
             assertThat(samples).as(k.getSimpleName()).anyMatch(k::isInstance);
         for (Instr s : samples) assertThat(TypeRules.infer(s, types::get)).as(s.op()).isNotNull();
