@@ -1,0 +1,37 @@
+package kina.cli;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import kina.model.Config;
+import kina.model.Optimizer;
+import kina.model.StoryLm;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/** {@code kina model print --config NAME}: the StoryLM training step as a .kina program. */
+@Command(name = "model", description = "Show a StoryLM decoder as a kina program.")
+final class ModelCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "print", description = "What to do (print).") String action;
+    @Option(names = "--config", paramLabel = "NAME|FILE.json", defaultValue = "tiny", description = "tiny, small, medium, storylm0, or a JSON config (default: ${DEFAULT-VALUE}).")
+    String config;
+    @Option(names = "--batch", defaultValue = "2", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
+    @Option(names = "--optimizer", defaultValue = "adamw", description = "adamw or sgd (default: ${DEFAULT-VALUE}).") String optimizer;
+    @Option(names = "--what", defaultValue = "train-step", description = "train-step, loss or logits (default: ${DEFAULT-VALUE}).") String what;
+    @Mixin Main.Common common;
+
+    @Override public Integer call() {
+        if (!action.equals("print")) throw new kina.ir.KinaException(null, "model " + action + ": unknown action (print)");
+        Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        Optimizer opt = optimizer.equals("sgd") ? new Optimizer.Sgd(0.9, 1.0) : new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
+        String text = switch (what) {
+            case "train-step" -> StoryLm.trainStep(c, batch, opt);
+            case "loss" -> StoryLm.lossOnly(c, batch);
+            case "logits" -> StoryLm.logits(c);
+            default -> throw new kina.ir.KinaException(null, "--what " + what + ": unknown (train-step, loss or logits)");
+        };
+        System.out.print(text);
+        return 0;
+    }
+}

@@ -1,0 +1,204 @@
+package kina.model;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Writes a StoryLM decoder as a kina program (DESIGN §7): token embedding gather, per layer a
+ * pre-norm RMSNorm, causal attention with RoPE and a pre-norm SwiGLU MLP, each added to the
+ * residual stream; a final RMSNorm, an untied lm_head, and the mean next-token NLL. The program
+ * differentiates that loss with {@code handle … with reverseMode} and appends the optimizer's
+ * update as ordinary instructions, so one program is one whole training step.
+ *
+ * <p>Shapes: ids [B, T] (I64), targets [B·T] (I64), cos/sin [T, hd/2] (the RoPE tables, inputs that
+ * are not differentiated), weights stored [in, out] and applied as x @ W on the flattened
+ * [B·T, in] activations. The weight order is {@link #weights}.
+ */
+public final class StoryLm {
+    private StoryLm() {}
+
+    /** A named weight and its shape. */
+    public record Weight(String name, long[] shape) {
+        public int rank() { return shape.length; }
+    }
+
+    /** The weights of a config, in parameter order. */
+    public static List<Weight> weights(Config c) {
+        List<Weight> w = new ArrayList<>();
+        int d = c.dModel(), hd = c.headDim();
+        w.add(new Weight("emb", new long[] {c.vocab(), d}));
+        for (int l = 0; l < c.layers(); l++) {
+            String p = "l" + l + "_";
+            w.add(new Weight(p + "attn_norm", new long[] {d}));
+            w.add(new Weight(p + "wq", new long[] {d, (long) c.heads() * hd}));
+            w.add(new Weight(p + "wk", new long[] {d, (long) c.kvHeads() * hd}));
+            w.add(new Weight(p + "wv", new long[] {d, (long) c.kvHeads() * hd}));
+            w.add(new Weight(p + "wo", new long[] {(long) c.heads() * hd, d}));
+            if (c.mlpHidden() > 0) {
+                w.add(new Weight(p + "mlp_norm", new long[] {d}));
+                w.add(new Weight(p + "w_gate", new long[] {d, c.mlpHidden()}));
+                w.add(new Weight(p + "w_up", new long[] {d, c.mlpHidden()}));
+                w.add(new Weight(p + "w_down", new long[] {c.mlpHidden(), d}));
+            }
+        }
+        w.add(new Weight("final_norm", new long[] {d}));
+        w.add(new Weight("lm_head", new long[] {d, c.vocab()}));
+        return w;
+    }
+
+    /** The forward fn: {@code storylm_loss} (mean NLL, [1, 1]) or {@code storylm_logits} ([B·T, V]). */
+    static void forwardFn(StringBuilder s, Config c, int batch, boolean loss) {
+        int b = batch, t = c.seq(), d = c.dModel(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads();
+        long n = (long) b * t;
+        s.append("let ").append(loss ? "storylm_loss" : "storylm_logits").append(" = fn(ids: tensor<I64, [")
+                .append(b).append(", ").append(t).append("], @host>,\n");
+        if (loss) s.append("    targets: tensor<I64, [").append(n).append("], @host>");
+        else s.setLength(s.length() - 2);
+        for (Weight w : weights(c)) s.append(",\n    ").append(w.name()).append(": ").append(type(w.shape()));
+        s.append(") -> ").append(loss ? type(1, 1) : type(n, c.vocab())).append(" {\n");
+        String eps = num(c.eps());
+        // The RoPE tables are inputs of the body, not parameters: they are constants, not differentiated.
+        line(s, "cos", type(t, hd / 2), "RoPE cos(θ), θ(t, i) = t · base^(−2i/hd)");
+        line(s, "sin", type(t, hd / 2), null);
+        line(s, "x0", "emb.gather(ids)", "[B, T, D] token embeddings");
+        String x = "x0";
+        int step = 0;
+        for (int l = 0; l < c.layers(); l++) {
+            String p = "l" + l + "_";
+            s.append("  // layer ").append(l).append(": attention\n");
+            line(s, p + "h", x + ".rmsnorm(" + p + "attn_norm, eps=" + eps + ")", null);
+            line(s, p + "h2", p + "h.reshape([" + n + ", " + d + "])", null);
+            for (String m : new String[] {"q", "k", "v"}) {
+                int width = (m.equals("q") ? h : kv) * hd;
+                line(s, p + m + "2", p + "h2 @ " + p + "w" + m, null);
+                line(s, p + m, p + m + "2.reshape([" + b + ", " + t + ", " + width + "])", null);
+            }
+            line(s, p + "qr", p + "q.rope(cos, sin, heads=" + h + ")", "RoPE, half-split pairs");
+            line(s, p + "kr", p + "k.rope(cos, sin, heads=" + kv + ")", null);
+            line(s, p + "att", p + "qr.attention(" + p + "kr, " + p + "v, heads=" + h + ", kv_heads=" + kv + ")",
+                    "causal, scale 1/sqrt(hd)");
+            line(s, p + "att2", p + "att.reshape([" + n + ", " + (h * hd) + "])", null);
+            line(s, p + "o2", p + "att2 @ " + p + "wo", null);
+            line(s, p + "o", p + "o2.reshape([" + b + ", " + t + ", " + d + "])", null);
+            String xa = "x" + (++step);
+            line(s, xa, x + " + " + p + "o", "residual");
+            x = xa;
+            if (c.mlpHidden() > 0) {
+                s.append("  // layer ").append(l).append(": SwiGLU MLP\n");
+                line(s, p + "m", x + ".rmsnorm(" + p + "mlp_norm, eps=" + eps + ")", null);
+                line(s, p + "m2", p + "m.reshape([" + n + ", " + d + "])", null);
+                line(s, p + "gate", p + "m2 @ " + p + "w_gate", null);
+                line(s, p + "up", p + "m2 @ " + p + "w_up", null);
+                line(s, p + "act", p + "gate.swiglu(" + p + "up)", "silu(gate) * up");
+                line(s, p + "down2", p + "act @ " + p + "w_down", null);
+                line(s, p + "down", p + "down2.reshape([" + b + ", " + t + ", " + d + "])", null);
+                String xm = "x" + (++step);
+                line(s, xm, x + " + " + p + "down", "residual");
+                x = xm;
+            }
+        }
+        s.append("  // head\n");
+        line(s, "xf", x + ".rmsnorm(final_norm, eps=" + eps + ")", null);
+        line(s, "xf2", "xf.reshape([" + n + ", " + d + "])", null);
+        line(s, "logits", "xf2 @ lm_head", "[B*T, V]");
+        if (!loss) {
+            s.append("  logits\n} in\n");
+            return;
+        }
+        line(s, "lp", "logits.log_softmax(axis=1)", null);
+        line(s, "picked", "lp.take_along_axis(targets, axis=1)", "[B*T] log-likelihood of each next byte");
+        line(s, "nll", "-picked", null);
+        line(s, "total", "nll.sum(axis=0, keepdims=true)", null);
+        line(s, "total2", "total.reshape([1, 1])", null);
+        line(s, "inv_n", type(1, 1) + " payload { " + num(1.0 / n) + " }", "1 / (B*T)");
+        line(s, "loss", "total2 * inv_n", "mean NLL, nats per byte");
+        s.append("  loss\n} in\n");
+    }
+
+    /**
+     * The whole training step: forward, transform_ad's gradients, gradient-norm clipping and the
+     * optimizer update. Inputs: ids, targets, cos, sin, each weight, the optimizer state (see
+     * {@link Optimizer#state}), and the step scalars {@code lr}, {@code bc1}, {@code bc2} ([1, 1]).
+     * Result: (new weights…, new state…, loss, grad_norm).
+     */
+    public static String trainStep(Config c, int batch, Optimizer opt) {
+        if (c.toy()) throw new ConfigError(c.name(), "the toy config has its own program (examples/storylm0_train_step.kina); train on text needs vocab 256");
+        StringBuilder s = new StringBuilder();
+        s.append(String.format(Locale.ROOT,
+                "// StoryLM '%s' training step, written by kina.model.StoryLm: vocab %d, d_model %d, %d heads (%d kv) of %d,%n"
+                        + "// seq %d, %d layers, SwiGLU hidden %d, batch %d; optimizer %s.%n",
+                c.name(), c.vocab(), c.dModel(), c.heads(), c.kvHeads(), c.headDim(), c.seq(), c.layers(), c.mlpHidden(),
+                batch, opt.describe()));
+        forwardFn(s, c, batch, true);
+        long n = (long) batch * c.seq();
+        s.append("let ids = tensor<I64, [").append(batch).append(", ").append(c.seq()).append("], @host> in\n");
+        s.append("let targets = tensor<I64, [").append(n).append("], @host> in\n");
+        List<Weight> ws = weights(c);
+        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        for (String st : opt.state())
+            for (Weight w : ws) s.append("let ").append(st).append("_").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        s.append("let lr = ").append(type(1, 1)).append(" in\n");
+        s.append("let bc1 = ").append(type(1, 1)).append(" in\n");
+        s.append("let bc2 = ").append(type(1, 1)).append(" in\n");
+        opt.constants(s);
+        s.append("let (loss");
+        for (Weight w : ws) s.append(", g_").append(w.name());
+        s.append(") =\n  handle storylm_loss(ids, targets");
+        for (Weight w : ws) s.append(", ").append(w.name());
+        s.append(") with reverseMode in\n");
+        opt.update(s, ws);
+        s.append("(");
+        List<String> out = new ArrayList<>();
+        for (Weight w : ws) out.add("new_" + w.name());
+        for (String st : opt.state()) for (Weight w : ws) out.add("new_" + st + "_" + w.name());
+        out.add("loss");
+        out.add("grad_norm");
+        s.append(String.join(", ", out)).append(")\n");
+        return s.toString();
+    }
+
+    /** The mean NLL alone, for validation: {@code storylm_loss(ids, targets, weights…)}. */
+    public static String lossOnly(Config c, int batch) {
+        StringBuilder s = new StringBuilder("// StoryLM '" + c.name() + "' validation loss, written by kina.model.StoryLm\n");
+        forwardFn(s, c, batch, true);
+        s.append("let ids = tensor<I64, [").append(batch).append(", ").append(c.seq()).append("], @host> in\n");
+        s.append("let targets = tensor<I64, [").append((long) batch * c.seq()).append("], @host> in\n");
+        List<Weight> ws = weights(c);
+        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        s.append("storylm_loss(ids, targets");
+        for (Weight w : ws) s.append(", ").append(w.name());
+        s.append(")\n");
+        return s.toString();
+    }
+
+    /** A forward program for sampling: logits [T, V] of one sequence of ids [1, T]. */
+    public static String logits(Config c) {
+        StringBuilder s = new StringBuilder("// StoryLM '" + c.name() + "' logits for sampling, written by kina.model.StoryLm\n");
+        forwardFn(s, c, 1, false);
+        s.append("let ids = tensor<I64, [1, ").append(c.seq()).append("], @host> in\n");
+        List<Weight> ws = weights(c);
+        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        s.append("storylm_logits(ids");
+        for (Weight w : ws) s.append(", ").append(w.name());
+        s.append(")\n");
+        return s.toString();
+    }
+
+    static void line(StringBuilder s, String name, String expr, String comment) {
+        s.append("  let ").append(name).append(" = ").append(expr).append(" in");
+        if (comment != null) s.append("  // ").append(comment);
+        s.append('\n');
+    }
+
+    static String type(long... dims) {
+        StringBuilder b = new StringBuilder("tensor<F32, [");
+        for (int i = 0; i < dims.length; i++) b.append(i > 0 ? ", " : "").append(dims[i]);
+        return b.append("], @host>").toString();
+    }
+
+    static String num(double v) {
+        String s = Double.toString(v);
+        return s.contains("E") ? s.replace("E", "e") : s;
+    }
+}

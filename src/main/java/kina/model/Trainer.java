@@ -1,0 +1,268 @@
+package kina.model;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+import kina.ad.TransformAd;
+import kina.check.Checker;
+import kina.eval.Interpreter;
+import kina.eval.Parallel;
+import kina.eval.Tensor;
+import kina.eval.Value;
+import kina.ir.DType;
+import kina.ir.Program;
+import kina.ir.TensorType;
+import kina.syntax.Parser;
+
+/**
+ * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
+ * gradients, clipping and the optimizer update) run by the host interpreter with new inputs each
+ * step. Deterministic: the batch of step s depends only on (seed, s) and the learning rate only on
+ * (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
+ */
+public final class Trainer {
+
+    /** What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot. */
+    public record Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                          int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                          Progress.Mode progress) {}
+
+    /** The outcome of a run. */
+    public record Summary(Config config, long steps, long tokens, double trainLoss, double valLoss, double baseline,
+                          Duration time, Path checkpoint, Path plot, List<double[]> trainCurve, List<double[]> valCurve) {
+        public String line() {
+            return String.format(Locale.ROOT,
+                    "trained %s for %d steps (%,d tokens) in %s: train loss %.4f, validation loss %.4f nats/byte "
+                            + "(unigram baseline %.4f); checkpoint %s; loss curve %s",
+                    config.name(), steps, tokens, human(time), trainLoss, valLoss, baseline, checkpoint, plot);
+        }
+    }
+
+    private final Options o;
+    private final Corpus corpus;
+    private final Config c;
+    private final List<StoryLm.Weight> weights;
+    private final Tensor cos, sin;
+
+    public Trainer(Options options, Corpus corpus) {
+        this.o = options;
+        this.corpus = corpus;
+        this.c = options.config();
+        if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium or --config FILE.json)");
+        if (c.vocab() != ByteTokenizer.VOCAB) throw new ConfigError(c.name(), "vocab must be " + ByteTokenizer.VOCAB + " for byte-level text, got " + c.vocab());
+        this.weights = StoryLm.weights(c);
+        Tensor[] tables = ropeTables(c);
+        this.cos = tables[0];
+        this.sin = tables[1];
+    }
+
+    /** cos / sin [T, hd/2] F32: θ(t, i) = t · base^(−2i/hd) (half-split RoPE). */
+    public static Tensor[] ropeTables(Config c) {
+        int t = c.seq(), half = c.headDim() / 2;
+        double[] cs = new double[t * half], sn = new double[t * half];
+        for (int pos = 0; pos < t; pos++)
+            for (int i = 0; i < half; i++) {
+                double theta = pos * StrictMath.pow(c.ropeBase(), -2.0 * i / c.headDim());
+                cs[pos * half + i] = StrictMath.cos(theta);
+                sn[pos * half + i] = StrictMath.sin(theta);
+            }
+        TensorType tt = TensorType.host(DType.F32, t, half);
+        return new Tensor[] {Tensor.ofFloats(tt, cs), Tensor.ofFloats(tt, sn)};
+    }
+
+    /** Initial weights: N(0, 0.02) matrices (output projections scaled by 1/√(2·layers)), norm gains 1. */
+    public static Map<String, Tensor> init(Config c, long seed) {
+        SplittableRandom rng = new SplittableRandom(Batches.mix(seed, -1));
+        Map<String, Tensor> w = new LinkedHashMap<>();
+        for (StoryLm.Weight wt : StoryLm.weights(c)) {
+            int n = Math.toIntExact(new kina.ir.Shape(wt.shape()).vol());
+            double[] d = new double[n];
+            if (wt.rank() == 1) java.util.Arrays.fill(d, 1.0);
+            else {
+                double std = 0.02;
+                if (wt.name().endsWith("_wo") || wt.name().endsWith("_w_down")) std /= Math.sqrt(2.0 * c.layers());
+                for (int i = 0; i < n; i++) d[i] = std * gaussian(rng);
+            }
+            w.put(wt.name(), Tensor.ofFloats(TensorType.host(DType.F32, wt.shape()), d));
+        }
+        return w;
+    }
+
+    private static double gaussian(SplittableRandom r) {
+        double u = 1 - r.nextDouble(), v = r.nextDouble();
+        return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+    }
+
+    /** Learning rate of step s (0-based): linear warm-up, then cosine decay to a tenth. */
+    public double lrAt(long s) {
+        if (s < o.warmup()) return o.lr() * (s + 1) / o.warmup();
+        double progress = (double) (s - o.warmup()) / Math.max(1, o.steps() - o.warmup());
+        return o.lr() * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, progress))));
+    }
+
+    static Program compile(String name, String src) {
+        return TransformAd.transform(Checker.check(Parser.parse(name, src)));
+    }
+
+    /** Trains; prints progress to {@code log}; returns the summary. */
+    public Summary run(PrintStream log) {
+        Parallel.setThreads(o.threads());
+        long t0 = System.nanoTime();
+        Program step = compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, o.batch(), o.optimizer()));
+        Program eval = compile("<storylm " + c.name() + " loss>", StoryLm.lossOnly(c, o.batch()));
+        Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
+        Batches valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
+        double baseline = corpus.unigramEntropyNats();
+
+        Map<String, Tensor> w;
+        Map<String, Tensor> state = new LinkedHashMap<>();
+        List<double[]> trainCurve = new ArrayList<>(), valCurve = new ArrayList<>();
+        long start = 0;
+        if (o.resume() != null) {
+            Checkpoint.Loaded ck = Checkpoint.load(o.resume());
+            if (!ck.state().config().equals(c))
+                throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
+            ck.requireWeights(types(""));
+            ck.requireMoments(stateTypes());
+            w = new LinkedHashMap<>(ck.weights());
+            state.putAll(ck.moments());
+            start = ck.state().step();
+            trainCurve.addAll(ck.state().trainLoss());
+            valCurve.addAll(ck.state().valLoss());
+            log.printf(Locale.ROOT, "resuming %s from %s at step %d%n", c.name(), ck.dir(), start);
+        } else {
+            w = init(c, o.seed());
+            for (String st : o.optimizer().state())
+                for (StoryLm.Weight wt : weights)
+                    state.put(st + "_" + wt.name(), kina.eval.Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
+        }
+        log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads%n",
+                c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads());
+        Path lastCk = null;
+        double lastLoss = Double.NaN, lastVal = valCurve.isEmpty() ? Double.NaN : valCurve.getLast()[1];
+        long tokensPerStep = (long) o.batch() * c.seq();
+        try (Progress bar = new Progress(o.progress(), "train " + c.name(), start, o.steps(), tokensPerStep,
+                Math.max(1, o.steps() / 50), log)) {
+            for (long s = start; s < o.steps(); s++) {
+                Map<String, Tensor> in = new HashMap<>(w);
+                in.putAll(state);
+                batchInputs(train.at(s), in);
+                double lr = lrAt(s);
+                in.put("lr", scalar(lr));
+                if (o.optimizer() instanceof Optimizer.AdamW a) {
+                    in.put("bc1", scalar(1 / (1 - Math.pow(a.beta1(), s + 1))));
+                    in.put("bc2", scalar(1 / (1 - Math.pow(a.beta2(), s + 1))));
+                } else {
+                    in.put("bc1", scalar(1));
+                    in.put("bc2", scalar(1));
+                }
+                List<Tensor> out = flatten(new Interpreter(in).run(step));
+                int k = 0;
+                for (StoryLm.Weight wt : weights) w.put(wt.name(), out.get(k++));
+                for (String st : o.optimizer().state()) for (StoryLm.Weight wt : weights) state.put(st + "_" + wt.name(), out.get(k++));
+                lastLoss = out.get(k).floats()[0];
+                if (!Double.isFinite(lastLoss))
+                    throw new kina.ir.KinaException(null, "training diverged at step " + (s + 1) + ": loss " + lastLoss + " (lower --lr)");
+                trainCurve.add(new double[] {s + 1, lastLoss});
+                boolean last = s + 1 == o.steps();
+                if ((s + 1) % o.evalEvery() == 0 || last) {
+                    lastVal = validate(eval, valid, w);
+                    valCurve.add(new double[] {s + 1, lastVal});
+                }
+                bar.update(s + 1, lastLoss, lastVal);
+                if (o.out() != null && ((s + 1) % o.checkpointEvery() == 0 || last))
+                    lastCk = save(s + 1, w, state, trainCurve, valCurve);
+            }
+        }
+        Path plot = null;
+        if (o.out() != null) {
+            plot = o.out().resolve("loss.png");
+            LossPlot.write(plot, trainCurve, valCurve, baseline);
+        }
+        long done = Math.max(0, o.steps() - start);
+        return new Summary(c, o.steps(), done * tokensPerStep, lastLoss, lastVal, baseline,
+                Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve);
+    }
+
+    /** Mean validation loss over the fixed validation batches. */
+    double validate(Program eval, Batches valid, Map<String, Tensor> w) {
+        double sum = 0;
+        for (int i = 0; i < o.evalBatches(); i++) {
+            Map<String, Tensor> in = new HashMap<>(w);
+            batchInputs(valid.at(i), in);
+            sum += ((Tensor) new Interpreter(in).run(eval)).floats()[0];
+        }
+        return sum / o.evalBatches();
+    }
+
+    private void batchInputs(Batches.Batch b, Map<String, Tensor> in) {
+        int bs = b.inputs().length, t = c.seq();
+        long[] ids = new long[bs * t], tg = new long[bs * t];
+        for (int i = 0; i < bs; i++)
+            for (int j = 0; j < t; j++) {
+                ids[i * t + j] = b.inputs()[i][j];
+                tg[i * t + j] = b.targets()[i][j];
+            }
+        in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, bs, t), ids));
+        in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, (long) bs * t), tg));
+        in.put("cos", cos);
+        in.put("sin", sin);
+    }
+
+    private Path save(long step, Map<String, Tensor> w, Map<String, Tensor> state, List<double[]> train, List<double[]> val) {
+        Map<String, Double> hyper = new LinkedHashMap<>();
+        hyper.put("lr", o.lr());
+        hyper.put("warmup", (double) o.warmup());
+        hyper.put("steps", (double) o.steps());
+        hyper.put("batch", (double) o.batch());
+        hyper.put("clip", o.optimizer().clip());
+        switch (o.optimizer()) {
+            case Optimizer.Sgd sgd -> hyper.put("momentum", sgd.momentum());
+            case Optimizer.AdamW a -> {
+                hyper.put("beta1", a.beta1());
+                hyper.put("beta2", a.beta2());
+                hyper.put("eps", a.eps());
+                hyper.put("weight_decay", a.weightDecay());
+            }
+        }
+        Checkpoint.State st = new Checkpoint.State(c, o.optimizer() instanceof Optimizer.AdamW ? "adamw" : "sgd", hyper, step,
+                o.seed(), corpus.name(), corpus.sha256(), train, val, Map.of("optimizer", o.optimizer().describe()));
+        return Checkpoint.save(o.out(), st, w, state);
+    }
+
+    Map<String, TensorType> types(String prefix) {
+        Map<String, TensorType> m = new LinkedHashMap<>();
+        for (StoryLm.Weight wt : weights) m.put(prefix + wt.name(), TensorType.host(DType.F32, wt.shape()));
+        return m;
+    }
+
+    Map<String, TensorType> stateTypes() {
+        Map<String, TensorType> m = new LinkedHashMap<>();
+        for (String st : o.optimizer().state()) m.putAll(types(st + "_"));
+        return m;
+    }
+
+    static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
+
+    static List<Tensor> flatten(Value v) {
+        List<Tensor> out = new ArrayList<>();
+        switch (v) {
+            case Tensor t -> out.add(t);
+            case Value.Tuple tup -> tup.elems().forEach(e -> out.addAll(flatten(e)));
+            case Value.Closure cl -> throw new IllegalStateException("a train step ended in fn " + cl.name());
+        }
+        return out;
+    }
+
+    static String human(Duration d) {
+        long s = d.toSeconds();
+        return s >= 60 ? (s / 60) + "m" + String.format("%02d", s % 60) + "s" : String.format(Locale.ROOT, "%.1fs", d.toMillis() / 1000.0);
+    }
+}
