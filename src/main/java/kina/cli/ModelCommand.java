@@ -26,12 +26,17 @@ final class ModelCommand implements Callable<Integer> {
         Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
         Optimizer opt = optimizer.equals("sgd") ? new Optimizer.Sgd(0.9, 1.0) : new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
         String text = switch (what) {
-            case "train-step" -> StoryLm.trainStep(c, batch, opt);
-            case "loss" -> StoryLm.lossOnly(c, batch);
-            case "logits" -> StoryLm.logits(c);
+            case "train-step" -> c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, batch, opt);
+            case "loss" -> toyOnlyTrainStep(c, () -> StoryLm.lossOnly(c, batch));
+            case "logits" -> toyOnlyTrainStep(c, () -> StoryLm.logits(c));
             default -> throw new kina.ir.KinaException(null, "--what " + what + ": unknown (train-step, loss or logits)");
         };
         System.out.print(text);
         return 0;
+    }
+
+    private static String toyOnlyTrainStep(Config c, java.util.function.Supplier<String> text) {
+        if (c.toy()) throw new kina.ir.KinaException(null, "config " + c.name() + " is the seeds' toy: only --what train-step is written for it");
+        return text.get();
     }
 }

@@ -158,6 +158,77 @@ public final class StoryLm {
         return s.toString();
     }
 
+    /**
+     * StoryLM-0, the seeds' toy (DESIGN §9.1): the Section 14 decoder graph, one operator per let
+     * (no norm, residual or MLP; heads split by reshape + transpose; an additive mask [1, 1, T, T]
+     * and a scale [1, 1, 1, 1] reaching the scores through same-rank broadcasts), composed with the
+     * mean next-token NLL and an SGD step on every floating weight (Section 15). Inputs: token_ids,
+     * targets [1, T] (I64), the 8 weights, lr [1, 1]. Result: (new weights…, loss). The same program
+     * as examples/storylm0_train_step.kina.
+     */
+    public static String toyTrainStep(Config c) {
+        int v = c.vocab(), d = c.dModel(), h = c.heads(), hd = c.headDim(), t = c.seq();
+        StringBuilder s = new StringBuilder(String.format(Locale.ROOT,
+                "// StoryLM-0 '%s' (the seeds' toy) SGD step on the mean NLL, written by kina.model.StoryLm%n", c.name()));
+        s.append("let storylm0_loss = fn(token_ids: tensor<I64, [1, ").append(t).append("], @host>,\n")
+                .append("    targets: tensor<I64, [1, ").append(t).append("], @host>,\n")
+                .append("    emb: ").append(type(v, d)).append(",\n    mask: ").append(type(1, 1, t, t))
+                .append(",\n    scale: ").append(type(1, 1, 1, 1));
+        for (String w : new String[] {"wq", "wk", "wv", "wo"}) s.append(",\n    ").append(w).append(": ").append(type(d, d));
+        s.append(",\n    lm_head: ").append(type(d, v)).append(") -> ").append(type(1, 1)).append(" {\n");
+        String bthd = "[1, " + t + ", " + h + ", " + hd + "]", scores = "[1, " + h + ", " + t + ", " + t + "]";
+        line(s, "x", "emb.gather(token_ids)", "[1, T, D]");
+        for (String w : new String[] {"wq", "wk", "wv"}) line(s, w + "3", w + ".reshape([1, " + d + ", " + d + "])", null);
+        for (String m : new String[] {"q", "k", "v"}) line(s, m, "x @ w" + m + "3", null);
+        for (String m : new String[] {"q", "k", "v"}) {
+            line(s, m + "4", m + ".reshape(" + bthd + ")", "[B, T, H, hd]");
+            line(s, m + "h", m + "4.transpose([0, 2, 1, 3])", "[B, H, T, hd]");
+        }
+        line(s, "kt", "kh.transpose([0, 1, 3, 2])", null);
+        line(s, "s", "qh @ kt", "scores " + scores);
+        line(s, "scale_b", "scale.broadcast(" + scores + ")", null);
+        line(s, "ss", "s * scale_b", null);
+        line(s, "mask_b", "mask.broadcast(" + scores + ")", "0 on and below the diagonal, -1e9 above");
+        line(s, "sm", "ss + mask_b", null);
+        line(s, "p", "sm.softmax(axis=3)", null);
+        line(s, "a", "p @ vh", null);
+        line(s, "at", "a.transpose([0, 2, 1, 3])", null);
+        line(s, "m", "at.reshape([1, " + t + ", " + d + "])", "heads concatenated");
+        line(s, "wo3", "wo.reshape([1, " + d + ", " + d + "])", null);
+        line(s, "o", "m @ wo3", null);
+        line(s, "lm3", "lm_head.reshape([1, " + d + ", " + v + "])", null);
+        line(s, "logits", "o @ lm3", "[1, T, V]");
+        line(s, "lp", "logits.log_softmax(axis=2)", null);
+        line(s, "picked", "lp.take_along_axis(targets, axis=2)", null);
+        line(s, "nll", "-picked", null);
+        line(s, "tot", "nll.sum(axis=1, keepdims=true)", null);
+        line(s, "inv_t", type(1, 1) + " payload { " + num(1.0 / t) + " }", "1 / T");
+        line(s, "loss", "tot * inv_t", "mean NLL");
+        s.append("  loss\n} in\n");
+        String[][] ws = {{"emb", "[" + v + ", " + d + "]"}, {"mask", "[1, 1, " + t + ", " + t + "]"}, {"scale", "[1, 1, 1, 1]"},
+                {"wq", "[" + d + ", " + d + "]"}, {"wk", "[" + d + ", " + d + "]"}, {"wv", "[" + d + ", " + d + "]"},
+                {"wo", "[" + d + ", " + d + "]"}, {"lm_head", "[" + d + ", " + v + "]"}};
+        s.append("let token_ids = tensor<I64, [1, ").append(t).append("], @host> in\n");
+        s.append("let targets = tensor<I64, [1, ").append(t).append("], @host> in\n");
+        for (String[] w : ws) s.append("let ").append(w[0]).append(" = tensor<F32, ").append(w[1]).append(", @host> in\n");
+        s.append("let lr = ").append(type(1, 1)).append(" in\n");
+        s.append("let (loss, g_emb, g_mask, g_scale, g_wq, g_wk, g_wv, g_wo, g_lm) =\n")
+                .append("  handle storylm0_loss(token_ids, targets, emb, mask, scale, wq, wk, wv, wo, lm_head) with reverseMode in\n");
+        s.append("let lr4 = lr.reshape([1, 1, 1, 1]) in\n");
+        List<String> out = new ArrayList<>();
+        for (String[] w : ws) {
+            String g = w[0].equals("lm_head") ? "g_lm" : "g_" + w[0];
+            String lr = w[1].chars().filter(ch -> ch == ',').count() == 3 ? "lr4" : "lr";
+            String nw = "new_" + (w[0].equals("lm_head") ? "lm" : w[0]);
+            s.append("let ").append(nw).append(" = ").append(w[0]).append(" - ").append(lr).append(".broadcast(").append(w[1])
+                    .append(") * ").append(g).append(" in\n");
+            out.add(nw);
+        }
+        out.add("loss");
+        s.append("(").append(String.join(", ", out)).append(")\n");
+        return s.toString();
+    }
+
     /** The mean NLL alone, for validation: {@code storylm_loss(ids, targets, weights…)}. */
     public static String lossOnly(Config c, int batch) {
         StringBuilder s = new StringBuilder("// StoryLM '" + c.name() + "' validation loss, written by kina.model.StoryLm\n");
