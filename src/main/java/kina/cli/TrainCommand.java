@@ -19,7 +19,7 @@ final class TrainCommand implements Callable<Integer> {
     String config;
     @Option(names = "--data", paramLabel = "FILE", description = "A UTF-8 text file (default: the embedded corpus).")
     Path data;
-    @Option(names = "--steps", description = "Optimizer steps (default: ${DEFAULT-VALUE}).", defaultValue = "300") int steps;
+    @Option(names = "--steps", description = "Optimizer steps (default: ${DEFAULT-VALUE}).", defaultValue = "800") int steps;
     @Option(names = "--batch", description = "Sequences per step (default: ${DEFAULT-VALUE}).", defaultValue = "8") int batch;
     @Option(names = "--lr", description = "Peak learning rate (default: 3e-3 for adamw, 0.5 for sgd).") Double lr;
     @Option(names = "--warmup", description = "Linear warm-up steps (default: steps / 10, at most 100).") Integer warmup;

@@ -108,6 +108,27 @@ class CliTest {
         assertOneLine(kina("run", "examples/nll.kina", "--input", "nope=x.npy"), "error:", "no input or parameter named nope");
     }
 
+    @Test void badTrainingInputIsOneLineAndLeavesNoCheckpoint(@TempDir Path dir) throws Exception {
+        Path out = dir.resolve("run");
+        Path empty = Files.writeString(dir.resolve("empty.txt"), "");
+        Path binary = Files.write(dir.resolve("bin.txt"), new byte[] {'a', 0, 'b', 0, 1, 2, 3});
+        Path latin1 = Files.write(dir.resolve("latin1.txt"), "caf\u00e9 au lait ".repeat(400).getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+        Path config = Files.writeString(dir.resolve("bad.json"), "{\"name\": \"bad\", \"vocab\": 256, \"d_model\": 64, \"heads\": 3, \"seq\": 64, \"layers\": 1, \"mlp_hidden\": 64}");
+        assertOneLine(kina("train", "--data", dir.resolve("none.txt").toString(), "--out", out.toString()), "error:", "none.txt");
+        assertOneLine(kina("train", "--data", empty.toString(), "--out", out.toString()), "error:", "empty");
+        assertOneLine(kina("train", "--data", binary.toString(), "--out", out.toString()), "error:", "bin.txt");
+        assertOneLine(kina("train", "--data", latin1.toString(), "--out", out.toString()), "error:", "UTF-8");
+        assertOneLine(kina("train", "--config", config.toString(), "--out", out.toString()), "error:", "heads 3 does not divide d_model 64");
+        assertThat(Files.exists(out)).isFalse();
+    }
+
+    @Test void badCheckpointsAreOneLine(@TempDir Path dir) throws Exception {
+        assertOneLine(kina("sample", "--checkpoint", dir.resolve("none").toString()), "error:", "none");
+        Path foreign = Files.createDirectories(dir.resolve("foreign/step-000001"));
+        Files.writeString(foreign.resolve("state.json"), "not json at all");
+        assertOneLine(kina("sample", "--checkpoint", foreign.toString()), "error:", "state.json");
+    }
+
     @Test void debugShowsTheStackTrace(@TempDir Path dir) throws Exception {
         Path mm = dir.resolve("mm.kina");
         Files.writeString(mm, "let a = tensor<F32, [2, 3], @host> in\nlet b = tensor<F32, [4, 5], @host> in\nlet c = a @ b in\nc\n");
