@@ -16,8 +16,10 @@ import kina.ir.TensorType;
  *
  * <p>Bit discipline. {@code r(x)} is {@code (double) (float) x} for F32 and {@code x} for F64:
  * every floating operation's result is rounded with r, so F32 arithmetic is IEEE single precision
- * bit for bit. Transcendentals are {@link StrictMath} then r. No fused multiply-add anywhere: a
- * product is rounded, then added, and the sum rounded. Reductions run sequentially in increasing
+ * bit for bit. Transcendentals are {@link StrictMath} then r. Matmul is the one kernel with fused
+ * multiply-add (one rounding per product-and-add, {@link Matmul}: exact in every JIT tier, faster
+ * and more accurate); everywhere else a product is rounded, then added, and the sum rounded. The
+ * compiled plan makes the same choice per kernel. Reductions run sequentially in increasing
  * index, starting from the first element (an empty reduction is +0.0). Each kernel states its
  * order in one comment.
  *
@@ -231,9 +233,9 @@ public final class Kernels {
 
     /**
      * {@code a @ b}: σ++[M,K] @ σ++[K,N] → σ++[M,N], rank ≥ 2, equal batch dims σ (no broadcast).
-     * Order: out[bt,i,j] = r(a[bt,i,0]·b[bt,0,j]), then for p = 1..K−1 in increasing p,
-     * acc = r(acc + r(a[bt,i,p]·b[bt,p,j])); K = 0 gives +0.0. Loops bt-i-p-j: a row of outputs
-     * is accumulated while walking p, so each output still adds its products in increasing p.
+     * Order ({@link Matmul}): acc = −0.0, then acc = fma(a[bt,i,p], b[bt,p,j], acc) for p = 0..K−1
+     * in increasing p, in float for F32; K = 0 gives +0.0. A row of outputs is accumulated while
+     * walking p, so each output still takes its products in increasing p.
      */
     public static Tensor matmul(Tensor a, Tensor b) {
         Shape sa = a.shape(), sb = b.shape();
@@ -265,23 +267,26 @@ public final class Kernels {
 
     /**
      * The scalar twin of the floating matmul: the specification {@link Matmul} is tested against.
-     * out[.., i, j] = r(…r(r(a_i0·b_0j) + r(a_i1·b_1j))…) in increasing p; +0.0 when K = 0.
+     * acc = −0.0; acc = fma(a_ip, b_pj, acc) for p = 0 … K−1 in increasing p (one rounding per step,
+     * in float for F32); +0.0 when K = 0.
      */
     static double[] matmulScalar(DType d, double[] x, double[] y, int batch, int m, int k, int n) {
-        double[] z = new double[batch * m * n];
+        double[] z = new double[batch * m * n];                           // +0.0 when K = 0
+        if (k == 0) return z;
         for (int bt = 0; bt < batch; bt++)
-            for (int i = 0; i < m; i++) {
-                int aRow = (bt * m + i) * k, zRow = (bt * m + i) * n;
-                for (int p = 0; p < k; p++) {
-                    double aip = x[aRow + p];
-                    int bRow = (bt * k + p) * n;
-                    if (p == 0) {
-                        for (int j = 0; j < n; j++) z[zRow + j] = round(d, aip * y[bRow + j]);
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    int aRow = (bt * m + i) * k, bCol = bt * k * n + j;
+                    if (d == DType.F32) {
+                        float acc = -0.0f;
+                        for (int p = 0; p < k; p++) acc = Math.fma((float) x[aRow + p], (float) y[bCol + p * n], acc);
+                        z[(bt * m + i) * n + j] = acc;
                     } else {
-                        for (int j = 0; j < n; j++) z[zRow + j] = round(d, z[zRow + j] + round(d, aip * y[bRow + j]));
+                        double acc = -0.0;
+                        for (int p = 0; p < k; p++) acc = Math.fma(x[aRow + p], y[bCol + p * n], acc);
+                        z[(bt * m + i) * n + j] = acc;
                     }
                 }
-            }
         return z;
     }
 

@@ -34,8 +34,8 @@ class KernelsPropertiesTest {
         for (int bt = 0; bt < batch; bt++)
             for (int i = 0; i < m; i++)
                 for (int j = 0; j < n; j++) {
-                    float acc = a[(bt * m + i) * k] * b[bt * k * n + j];
-                    for (int p = 1; p < k; p++) acc = acc + a[(bt * m + i) * k + p] * b[(bt * k + p) * n + j];
+                    float acc = -0.0f;                  // Matmul's order: one float fma per p, increasing p
+                    for (int p = 0; p < k; p++) acc = Math.fma(a[(bt * m + i) * k + p], b[(bt * k + p) * n + j], acc);
                     assertThat(Float.floatToRawIntBits((float) y.get((bt * m + i) * n + j))).isEqualTo(Float.floatToRawIntBits(acc));
                 }
     }

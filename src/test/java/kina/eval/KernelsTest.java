@@ -120,9 +120,11 @@ class KernelsTest {
         assertBits(Kernels.matmul(a, ones), DType.F32, dims(1, 1), 0);
         Tensor a64 = t(DType.F64, dims(1, 3), 1, 1e17, -1e17), ones64 = t(DType.F64, dims(3, 1), 1, 1, 1);
         assertBits(Kernels.matmul(a64, ones64), DType.F64, dims(1, 1), 0);
-        // products are rounded before the add (no fma): 0.1f·0.1f rounded, plus 0.
-        Tensor p = t(DType.F32, dims(1, 2), 0.1, 0), q = t(DType.F32, dims(2, 1), 0.1, 0);
-        assertThat(Kernels.matmul(p, q).get(0)).isEqualTo((double) (0.1f * 0.1f));
+        // one fma per step: with x = 1 + 2^-12 and r = float(x·x), 1·(−r) + x·x keeps x·x's exact
+        // residual 2^-24 (a rounded product then an add would give 0).
+        float x = 1f + 0x1p-12f, r = x * x;
+        Tensor p = t(DType.F32, dims(1, 2), 1, x), q = t(DType.F32, dims(2, 1), -r, x);
+        assertThat(Kernels.matmul(p, q).get(0)).isEqualTo(0x1p-24);
     }
 
     @Test void matmulEmptyContractionIsPositiveZero() {
