@@ -1,5 +1,9 @@
 package kina.eval;
 
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+
 /**
  * The matmul kernels shared by the interpreter and the compiled plan, so their bits agree.
  *
@@ -7,48 +11,355 @@ package kina.eval;
  * element, acc = −0.0, then acc = fma(a[.., i, p], b[.., p, j], acc) for p = 0 … K−1 in increasing
  * p: one rounding per product-and-add, in F32 (float fma) or F64. Starting from −0.0 makes the
  * first step exactly the rounded first product, and K = 0 gives −0.0 … so the caller's K = 0 case
- * is defined as +0.0 (written explicitly). Transposed operands ({@code transA}: A stored [.., K, M];
- * {@code transB}: B stored [.., N, K]) are packed into the plain layout first, which moves values
- * without arithmetic. Rows of the output are split over {@link Parallel}'s pool in blocks; the
- * inner loop runs over j (independent outputs); neither changes any element's operations.
+ * is defined as +0.0 (written explicitly).
+ *
+ * <p>The fast path is the GotoBLAS loop nest with a Vector API micro-kernel: K is walked in
+ * blocks of {@link #KC} in increasing order; each block packs B's rows [pc, pc+kc) into panels
+ * of NR columns and A's rows into panels of {@link #MR}, and the micro-kernel keeps an MR × NR
+ * tile of accumulators in registers, one lanewise fma (exact per lane, as Math.fma) per p. Between
+ * K blocks an accumulator is stored to {@code out} and reloaded unchanged, so each output's chain
+ * of fmas is the specification's single chain in increasing p: no partial sums, no reassociation.
+ * Transposed operands ({@code transA}: A stored [.., K, M]; {@code transB}: B stored [.., N, K])
+ * are read in place by the packing, which moves values without arithmetic. Threads
+ * ({@link Parallel}) take disjoint output blocks; padding lanes and rows (zeros) land in a scratch
+ * tile and are never written to {@code out}. Small products take a scalar loop with the same order.
  */
 public final class Matmul {
     private Matmul() {}
 
+    /** Rows of the register tile; its columns are two vectors (NR = 2 · lanes, in {@link Vec}). */
+    static final int MR = 5;
+    /** Cache blocks: K block (B micro-panel kc × NR in L1) and M block (packed A, mc × kc, in L2). */
+    static final int KC = 256, MC = 120;
+    /** Below this many multiply-adds per batch element the scalar loop is used (no packing). */
+    static final long SMALL = 16_384;
+
+    /** Rows of the scalar path's block. */
     static final int ROWS = 4;
 
     /**
+     * Whether the Vector API module is in the boot layer (java --add-modules jdk.incubator.vector);
+     * without it every product takes the scalar loop (same bits, slower).
+     */
+    static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
+
+    /**
      * out[bt, i, j] = Σ_p A[bt, i, p] · B[bt, p, j] in float, FMA order above; out has batch·m·n
-     * elements (row-major) and is overwritten.
+     * elements (row-major) and is overwritten. A is [batch, m, k] ({@code transA}: [batch, k, m]),
+     * B is [batch, k, n] ({@code transB}: [batch, n, k]).
      */
     public static void sgemm(float[] a, boolean transA, float[] b, boolean transB, float[] out, int batch, int m, int k, int n) {
+        if (batch == 0 || m == 0 || n == 0) return;
         if (k == 0) { java.util.Arrays.fill(out, 0, batch * m * n, 0f); return; }
-        float[] pa = transA ? packT(a, batch, k, m) : a;          // [batch, m, k]
-        float[] pb = transB ? packT(b, batch, n, k) : b;          // [batch, k, n]
-        int blocks = (m + ROWS - 1) / ROWS;
-        Parallel.forEach(batch * blocks, (long) batch * m * k * n, chunk -> {
-            int bt = chunk / blocks, i0 = (chunk % blocks) * ROWS;
-            blockF32(pa, pb, out, bt, i0, Math.min(ROWS, m - i0), m, k, n);
+        if (!VECTOR || (long) m * k * n < SMALL) { smallF32(a, transA, b, transB, out, batch, m, k, n); return; }
+        Grid g = Grid.of(batch, m, n, MR, Vec.NRF);
+        Parallel.forEach(g.tasks(), (long) batch * m * k * n, t -> {
+            int bt = t / (g.mt() * g.nt()), r = t % (g.mt() * g.nt());
+            int i0 = g.start(r / g.nt(), true), i1 = g.start(r / g.nt() + 1, true);
+            int j0 = g.start(r % g.nt(), false), j1 = g.start(r % g.nt() + 1, false);
+            if (i0 < i1 && j0 < j1) Vec.blockF32(a, transA, b, transB, out, bt, m, k, n, i0, i1, j0, j1, Vec.ScratchF.get());
         });
     }
 
     /** The F64 twin of {@link #sgemm}. */
     public static void dgemm(double[] a, boolean transA, double[] b, boolean transB, double[] out, int batch, int m, int k, int n) {
+        if (batch == 0 || m == 0 || n == 0) return;
         if (k == 0) { java.util.Arrays.fill(out, 0, batch * m * n, 0d); return; }
-        double[] pa = transA ? packT(a, batch, k, m) : a;
-        double[] pb = transB ? packT(b, batch, n, k) : b;
-        Parallel.forEach(batch * m, (long) batch * m * k * n, row -> {
-            int bt = row / m, aRow = row * k, oRow = row * n, bBase = bt * k * n;
-            java.util.Arrays.fill(out, oRow, oRow + n, -0.0);
-            for (int p = 0; p < k; p++) {
-                double x = pa[aRow + p];
-                int bRow = bBase + p * n;
-                for (int j = 0; j < n; j++) out[oRow + j] = Math.fma(x, pb[bRow + j], out[oRow + j]);
-            }
+        if (!VECTOR || (long) m * k * n < SMALL) { smallF64(a, transA, b, transB, out, batch, m, k, n); return; }
+        Grid g = Grid.of(batch, m, n, MR, Vec.NRD);
+        Parallel.forEach(g.tasks(), (long) batch * m * k * n, t -> {
+            int bt = t / (g.mt() * g.nt()), r = t % (g.mt() * g.nt());
+            int i0 = g.start(r / g.nt(), true), i1 = g.start(r / g.nt() + 1, true);
+            int j0 = g.start(r % g.nt(), false), j1 = g.start(r % g.nt() + 1, false);
+            if (i0 < i1 && j0 < j1) Vec.blockF64(a, transA, b, transB, out, bt, m, k, n, i0, i1, j0, j1, Vec.ScratchD.get());
         });
     }
 
-    private static void blockF32(float[] a, float[] b, float[] out, int bt, int i0, int rows, int m, int k, int n) {
+    /**
+     * How the output [batch, m, n] is cut into tasks: per batch element an mt × nt grid of blocks
+     * (row blocks a multiple of MR, column blocks a multiple of NR). With fewer batch elements than
+     * twice the threads, the longer side is split, so the packing repeated per block (B per row
+     * block, A per column block) is the smaller one.
+     */
+    record Grid(int batch, int m, int n, int mt, int nt, int mStep, int nStep) {
+        static Grid of(int batch, int m, int n, int mr, int nr) {
+            int threads = Parallel.threads(), want = 2 * threads;
+            int mt = 1, nt = 1;
+            if (threads > 1 && batch < want) {
+                int need = (want + batch - 1) / batch;
+                if (m >= n) mt = Math.min(need, (m + mr - 1) / mr);
+                else nt = Math.min(need, (n + nr - 1) / nr);
+            }
+            int mStep = roundUp((m + mt - 1) / mt, mr), nStep = roundUp((n + nt - 1) / nt, nr);
+            return new Grid(batch, m, n, mt, nt, mStep, nStep);
+        }
+
+        int tasks() { return batch * mt * nt; }
+
+        /** Start of block {@code b} (rows when {@code rows}, else columns), clamped to the size. */
+        int start(int b, boolean rows) { return rows ? Math.min(m, b * mStep) : Math.min(n, b * nStep); }
+    }
+
+    static int roundUp(int x, int r) { return (x + r - 1) / r * r; }
+
+    /** The Vector API loop nest; loaded only when {@link #VECTOR}. */
+    static final class Vec {
+        private Vec() {}
+
+        static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+        static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
+        static final int FL = FS.length(), DL = DS.length();
+        static final int NRF = 2 * FL, NRD = 2 * DL;
+
+        // ---- F32 ----------------------------------------------------------------------------------
+
+        /** Per-thread packing buffers: A block [MC/MR][kc][MR], B block [panels][kc][NR], an edge tile. */
+        static final class ScratchF {
+            float[] a = new float[MC * KC], b = new float[0], tile = new float[MR * NRF];
+            private static final ThreadLocal<ScratchF> LOCAL = ThreadLocal.withInitial(ScratchF::new);
+            static ScratchF get() { return LOCAL.get(); }
+        }
+
+        /** Output block rows [i0, i1) × columns [j0, j1) of batch element bt, K walked in blocks. */
+        static void blockF32(float[] a, boolean transA, float[] b, boolean transB, float[] out, int bt, int m, int k, int n,
+                                     int i0, int i1, int j0, int j1, ScratchF s) {
+            int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
+            int cols = j1 - j0, panels = (cols + NRF - 1) / NRF;
+            int kcMax = Math.min(KC, k);
+            if (s.b.length < panels * NRF * kcMax) s.b = new float[panels * NRF * kcMax];
+            float[] pa = s.a, pb = s.b, tile = s.tile;
+            for (int pc = 0; pc < k; pc += KC) {
+                int kc = Math.min(KC, k - pc);
+                boolean load = pc > 0;
+                packBF32(b, transB, bBase, k, n, pc, kc, j0, j1, pb);
+                for (int ic = i0; ic < i1; ic += MC) {
+                    int mc = Math.min(MC, i1 - ic);
+                    packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
+                    for (int jp = 0; jp < panels; jp++) {
+                        int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
+                        for (int ip = 0; ip * MR < mc; ip++) {
+                            int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i), ao = ip * kc * MR;
+                            if (mr == MR && nr == NRF) {
+                                kernelF32(pa, ao, pb, bo, kc, out, oBase + i * n + j, n, load);
+                            } else {
+                                if (load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
+                                kernelF32(pa, ao, pb, bo, kc, tile, 0, NRF, load);
+                                for (int r = 0; r < mr; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        /** pa[ip][p][r] = A(ic + ip·MR + r, pc + p), zero past row ic + mc. */
+        static void packAF32(float[] a, boolean transA, int aBase, int m, int k, int ic, int mc, int pc, int kc, float[] pa) {
+            for (int ip = 0; ip * MR < mc; ip++) {
+                int base = ip * kc * MR, rows = Math.min(MR, mc - ip * MR), i = ic + ip * MR;
+                if (transA) {                                   // A stored [k, m]: rows of p are contiguous in i
+                    for (int p = 0; p < kc; p++) {
+                        int src = aBase + (pc + p) * m + i, dst = base + p * MR;
+                        for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
+                        for (int r = rows; r < MR; r++) pa[dst + r] = 0f;
+                    }
+                } else {
+                    for (int r = 0; r < rows; r++) {
+                        int src = aBase + (i + r) * k + pc;
+                        for (int p = 0; p < kc; p++) pa[base + p * MR + r] = a[src + p];
+                    }
+                    for (int r = rows; r < MR; r++) for (int p = 0; p < kc; p++) pa[base + p * MR + r] = 0f;
+                }
+            }
+        }
+
+        /** pb[jp][p][c] = B(pc + p, j0 + jp·NR + c), zero past column j1. */
+        static void packBF32(float[] b, boolean transB, int bBase, int k, int n, int pc, int kc, int j0, int j1, float[] pb) {
+            for (int jp = 0, j = j0; j < j1; jp++, j += NRF) {
+                int base = jp * kc * NRF, cols = Math.min(NRF, j1 - j);
+                if (transB) {                                   // B stored [n, k]: a column is contiguous in p
+                    for (int c = 0; c < cols; c++) {
+                        int src = bBase + (j + c) * k + pc;
+                        for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = b[src + p];
+                    }
+                    for (int c = cols; c < NRF; c++) for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = 0f;
+                } else if (cols == NRF) {
+                    for (int p = 0; p < kc; p++) System.arraycopy(b, bBase + (pc + p) * n + j, pb, base + p * NRF, NRF);
+                } else {
+                    for (int p = 0; p < kc; p++) {
+                        int dst = base + p * NRF;
+                        System.arraycopy(b, bBase + (pc + p) * n + j, pb, dst, cols);
+                        java.util.Arrays.fill(pb, dst + cols, dst + NRF, 0f);
+                    }
+                }
+            }
+        }
+
+        /**
+         * c[r·ldc + j] (r < MR, j < NR) continues its fma chain over p < kc: c = fma(A(r, p), B(p, j), c),
+         * from −0.0 when {@code !load}.
+         */
+        static void kernelF32(float[] pa, int ao, float[] pb, int bo, int kc, float[] c, int co, int ldc, boolean load) {
+            FloatVector c00, c01, c10, c11, c20, c21, c30, c31, c40, c41;
+            if (load) {
+                int o = co;
+                c00 = FloatVector.fromArray(FS, c, o); c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c10 = FloatVector.fromArray(FS, c, o); c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c20 = FloatVector.fromArray(FS, c, o); c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c30 = FloatVector.fromArray(FS, c, o); c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c40 = FloatVector.fromArray(FS, c, o); c41 = FloatVector.fromArray(FS, c, o + FL);
+            } else {
+                FloatVector z = FloatVector.broadcast(FS, -0.0f);
+                c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z; c30 = z; c31 = z; c40 = z; c41 = z;
+            }
+            // The index is the loop variable: with ai = ao + p·MR, C2 spilled the tile (~3× slower).
+            for (int ai = ao, bi = bo, end = ao + kc * MR; ai < end; ai += MR, bi += NRF) {
+                FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
+                FloatVector x = FloatVector.broadcast(FS, pa[ai]);
+                c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
+                x = FloatVector.broadcast(FS, pa[ai + 1]);
+                c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
+                x = FloatVector.broadcast(FS, pa[ai + 2]);
+                c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
+                x = FloatVector.broadcast(FS, pa[ai + 3]);
+                c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
+                x = FloatVector.broadcast(FS, pa[ai + 4]);
+                c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
+            }
+            int o = co;
+            c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
+            c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
+            c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
+            c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
+            c40.intoArray(c, o); c41.intoArray(c, o + FL);
+        }
+
+        // ---- F64: the same loop nest with DoubleVector --------------------------------------------
+
+        static final class ScratchD {
+            double[] a = new double[MC * KC], b = new double[0], tile = new double[MR * NRD];
+            private static final ThreadLocal<ScratchD> LOCAL = ThreadLocal.withInitial(ScratchD::new);
+            static ScratchD get() { return LOCAL.get(); }
+        }
+
+        static void blockF64(double[] a, boolean transA, double[] b, boolean transB, double[] out, int bt, int m, int k, int n,
+                                     int i0, int i1, int j0, int j1, ScratchD s) {
+            int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
+            int cols = j1 - j0, panels = (cols + NRD - 1) / NRD;
+            int kcMax = Math.min(KC, k);
+            if (s.b.length < panels * NRD * kcMax) s.b = new double[panels * NRD * kcMax];
+            double[] pa = s.a, pb = s.b, tile = s.tile;
+            for (int pc = 0; pc < k; pc += KC) {
+                int kc = Math.min(KC, k - pc);
+                boolean load = pc > 0;
+                packBF64(b, transB, bBase, k, n, pc, kc, j0, j1, pb);
+                for (int ic = i0; ic < i1; ic += MC) {
+                    int mc = Math.min(MC, i1 - ic);
+                    packAF64(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
+                    for (int jp = 0; jp < panels; jp++) {
+                        int j = j0 + jp * NRD, nr = Math.min(NRD, j1 - j), bo = jp * kc * NRD;
+                        for (int ip = 0; ip * MR < mc; ip++) {
+                            int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i), ao = ip * kc * MR;
+                            if (mr == MR && nr == NRD) {
+                                kernelF64(pa, ao, pb, bo, kc, out, oBase + i * n + j, n, load);
+                            } else {
+                                if (load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRD, nr);
+                                kernelF64(pa, ao, pb, bo, kc, tile, 0, NRD, load);
+                                for (int r = 0; r < mr; r++) System.arraycopy(tile, r * NRD, out, oBase + (i + r) * n + j, nr);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        static void packAF64(double[] a, boolean transA, int aBase, int m, int k, int ic, int mc, int pc, int kc, double[] pa) {
+            for (int ip = 0; ip * MR < mc; ip++) {
+                int base = ip * kc * MR, rows = Math.min(MR, mc - ip * MR), i = ic + ip * MR;
+                if (transA) {
+                    for (int p = 0; p < kc; p++) {
+                        int src = aBase + (pc + p) * m + i, dst = base + p * MR;
+                        for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
+                        for (int r = rows; r < MR; r++) pa[dst + r] = 0d;
+                    }
+                } else {
+                    for (int r = 0; r < rows; r++) {
+                        int src = aBase + (i + r) * k + pc;
+                        for (int p = 0; p < kc; p++) pa[base + p * MR + r] = a[src + p];
+                    }
+                    for (int r = rows; r < MR; r++) for (int p = 0; p < kc; p++) pa[base + p * MR + r] = 0d;
+                }
+            }
+        }
+
+        static void packBF64(double[] b, boolean transB, int bBase, int k, int n, int pc, int kc, int j0, int j1, double[] pb) {
+            for (int jp = 0, j = j0; j < j1; jp++, j += NRD) {
+                int base = jp * kc * NRD, cols = Math.min(NRD, j1 - j);
+                if (transB) {
+                    for (int c = 0; c < cols; c++) {
+                        int src = bBase + (j + c) * k + pc;
+                        for (int p = 0; p < kc; p++) pb[base + p * NRD + c] = b[src + p];
+                    }
+                    for (int c = cols; c < NRD; c++) for (int p = 0; p < kc; p++) pb[base + p * NRD + c] = 0d;
+                } else if (cols == NRD) {
+                    for (int p = 0; p < kc; p++) System.arraycopy(b, bBase + (pc + p) * n + j, pb, base + p * NRD, NRD);
+                } else {
+                    for (int p = 0; p < kc; p++) {
+                        int dst = base + p * NRD;
+                        System.arraycopy(b, bBase + (pc + p) * n + j, pb, dst, cols);
+                        java.util.Arrays.fill(pb, dst + cols, dst + NRD, 0d);
+                    }
+                }
+            }
+        }
+
+        static void kernelF64(double[] pa, int ao, double[] pb, int bo, int kc, double[] c, int co, int ldc, boolean load) {
+            DoubleVector c00, c01, c10, c11, c20, c21, c30, c31, c40, c41;
+            if (load) {
+                int o = co;
+                c00 = DoubleVector.fromArray(DS, c, o); c01 = DoubleVector.fromArray(DS, c, o + DL); o += ldc;
+                c10 = DoubleVector.fromArray(DS, c, o); c11 = DoubleVector.fromArray(DS, c, o + DL); o += ldc;
+                c20 = DoubleVector.fromArray(DS, c, o); c21 = DoubleVector.fromArray(DS, c, o + DL); o += ldc;
+                c30 = DoubleVector.fromArray(DS, c, o); c31 = DoubleVector.fromArray(DS, c, o + DL); o += ldc;
+                c40 = DoubleVector.fromArray(DS, c, o); c41 = DoubleVector.fromArray(DS, c, o + DL);
+            } else {
+                DoubleVector z = DoubleVector.broadcast(DS, -0.0d);
+                c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z; c30 = z; c31 = z; c40 = z; c41 = z;
+            }
+            // The index is the loop variable: with ai = ao + p·MR, C2 spilled the tile (~3× slower).
+            for (int ai = ao, bi = bo, end = ao + kc * MR; ai < end; ai += MR, bi += NRD) {
+                DoubleVector b0 = DoubleVector.fromArray(DS, pb, bi), b1 = DoubleVector.fromArray(DS, pb, bi + DL);
+                DoubleVector x = DoubleVector.broadcast(DS, pa[ai]);
+                c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
+                x = DoubleVector.broadcast(DS, pa[ai + 1]);
+                c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
+                x = DoubleVector.broadcast(DS, pa[ai + 2]);
+                c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
+                x = DoubleVector.broadcast(DS, pa[ai + 3]);
+                c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
+                x = DoubleVector.broadcast(DS, pa[ai + 4]);
+                c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
+            }
+            int o = co;
+            c00.intoArray(c, o); c01.intoArray(c, o + DL); o += ldc;
+            c10.intoArray(c, o); c11.intoArray(c, o + DL); o += ldc;
+            c20.intoArray(c, o); c21.intoArray(c, o + DL); o += ldc;
+            c30.intoArray(c, o); c31.intoArray(c, o + DL); o += ldc;
+            c40.intoArray(c, o); c41.intoArray(c, o + DL);
+        }
+    }
+
+    /** Small products: rows in blocks of {@link #ROWS}, the inner loop over j, same fma order. */
+    private static void smallF32(float[] a, boolean transA, float[] b, boolean transB, float[] out, int batch, int m, int k, int n) {
+        float[] pa = transA ? packT(a, batch, k, m) : a;          // [batch, m, k]
+        float[] pb = transB ? packT(b, batch, n, k) : b;          // [batch, k, n]
+        int blocks = (m + ROWS - 1) / ROWS;
+        Parallel.forEach(batch * blocks, (long) batch * m * k * n, chunk -> {
+            int bt = chunk / blocks, i0 = (chunk % blocks) * ROWS;
+            rowsF32(pa, pb, out, bt, i0, Math.min(ROWS, m - i0), m, k, n);
+        });
+    }
+
+    private static void rowsF32(float[] a, float[] b, float[] out, int bt, int i0, int rows, int m, int k, int n) {
         int bBase = bt * k * n;
         int o0 = (bt * m + i0) * n, r0 = (bt * m + i0) * k;
         java.util.Arrays.fill(out, o0, o0 + rows * n, -0.0f);
@@ -75,6 +386,20 @@ public final class Matmul {
                 for (int j = 0; j < n; j++) out[oRow + j] = Math.fma(x, b[bRow + j], out[oRow + j]);
             }
         }
+    }
+
+    private static void smallF64(double[] a, boolean transA, double[] b, boolean transB, double[] out, int batch, int m, int k, int n) {
+        double[] pa = transA ? packT(a, batch, k, m) : a;
+        double[] pb = transB ? packT(b, batch, n, k) : b;
+        Parallel.forEach(batch * m, (long) batch * m * k * n, row -> {
+            int bt = row / m, aRow = row * k, oRow = row * n, bBase = bt * k * n;
+            java.util.Arrays.fill(out, oRow, oRow + n, -0.0);
+            for (int p = 0; p < k; p++) {
+                double x = pa[aRow + p];
+                int bRow = bBase + p * n;
+                for (int j = 0; j < n; j++) out[oRow + j] = Math.fma(x, pb[bRow + j], out[oRow + j]);
+            }
+        });
     }
 
     /** x [batch, r, c] → [batch, c, r]. */

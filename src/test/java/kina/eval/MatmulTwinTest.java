@@ -7,25 +7,86 @@ import kina.ir.DType;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
 
-/** The fast matmul gives the scalar twin's bits, at any thread count. */
+/** The fast matmul gives the scalar twin's bits, at any thread count, for plain and transposed operands. */
 class MatmulTwinTest {
     @Property(tries = 60)
     void fastEqualsScalarBitForBit(@ForAll long seed, @ForAll @IntRange(min = 1, max = 3) int threads) {
         SplittableRandom rng = new SplittableRandom(seed);
         int batch = 1 + rng.nextInt(3), m = 1 + rng.nextInt(37), k = rng.nextInt(70), n = 1 + rng.nextInt(90);
-        for (DType d : new DType[] {DType.F32, DType.F64}) {
-            double[] a = new double[batch * m * k], b = new double[batch * k * n];
-            for (int i = 0; i < a.length; i++) a[i] = Kernels.round(d, rng.nextDouble() * 2 - 1);
-            for (int i = 0; i < b.length; i++) b[i] = Kernels.round(d, rng.nextDouble() * 2 - 1);
-            if (a.length > 0 && rng.nextBoolean()) a[0] = -0.0;
+        check(rng, threads, batch, m, k, n);
+    }
+
+    /** Shapes up to ~300 (K past one cache block of 256, ragged edges in M and N), both transposes. */
+    @Property(tries = 25)
+    void largeShapesWithTransposes(@ForAll long seed, @ForAll @IntRange(min = 1, max = 3) int threads) {
+        SplittableRandom rng = new SplittableRandom(seed);
+        int batch = 1 + rng.nextInt(2), m = 1 + rng.nextInt(300), k = 1 + rng.nextInt(300), n = 1 + rng.nextInt(300);
+        check(rng, threads, batch, m, k, n);
+    }
+
+    /** The model's shapes in miniature and exact multiples of the register tile. */
+    @Test
+    void fixedShapes() {
+        SplittableRandom rng = new SplittableRandom(11);
+        int[][] shapes = {{1, 96, 256, 32}, {2, 48, 257, 33}, {1, 128, 64, 172}, {4, 64, 32, 64}, {1, 6, 512, 16}, {1, 7, 1, 17}};
+        for (int threads = 1; threads <= 3; threads++)
+            for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
+    }
+
+    private static void check(SplittableRandom rng, int threads, int batch, int m, int k, int n) {
+        try {
             Parallel.setThreads(threads);
-            double[] fast = d == DType.F32 ? Matmul.f32(a, b, batch, m, k, n) : Matmul.f64(a, b, batch, m, k, n);
-            double[] slow = Kernels.matmulScalar(d, a, b, batch, m, k, n);
-            for (int i = 0; i < fast.length; i++)
-                assertThat(Double.doubleToRawLongBits(fast[i])).as("%s element %d", d, i)
-                        .isEqualTo(Double.doubleToRawLongBits(slow[i]));
+            for (DType d : new DType[] {DType.F32, DType.F64}) {
+                double[] a = new double[batch * m * k], b = new double[batch * k * n];
+                for (int i = 0; i < a.length; i++) a[i] = Kernels.round(d, rng.nextDouble() * 2 - 1);
+                for (int i = 0; i < b.length; i++) b[i] = Kernels.round(d, rng.nextDouble() * 2 - 1);
+                if (a.length > 0 && rng.nextBoolean()) a[0] = -0.0;
+                double[] slow = Kernels.matmulScalar(d, a, b, batch, m, k, n);
+                double[] plain = d == DType.F32 ? Matmul.f32(a, b, batch, m, k, n) : Matmul.f64(a, b, batch, m, k, n);
+                same(d, "plain " + shape(batch, m, k, n), plain, slow);
+                for (int t = 1; t <= 3; t++) {
+                    boolean ta = (t & 1) != 0, tb = (t & 2) != 0;
+                    double[] sa = ta ? transpose(a, batch, m, k) : a, sb = tb ? transpose(b, batch, k, n) : b;
+                    double[] got;
+                    if (d == DType.F32) {
+                        float[] out = new float[batch * m * n];
+                        Matmul.sgemm(floats(sa), ta, floats(sb), tb, out, batch, m, k, n);
+                        got = new double[out.length];
+                        for (int i = 0; i < out.length; i++) got[i] = out[i];
+                    } else {
+                        got = new double[batch * m * n];
+                        Matmul.dgemm(sa, ta, sb, tb, got, batch, m, k, n);
+                    }
+                    same(d, "transA=" + ta + " transB=" + tb + " " + shape(batch, m, k, n) + " threads " + threads, got, slow);
+                }
+            }
+        } finally {
+            Parallel.setThreads(Runtime.getRuntime().availableProcessors());
         }
-        Parallel.setThreads(Runtime.getRuntime().availableProcessors());
+    }
+
+    private static String shape(int batch, int m, int k, int n) { return "[" + batch + "," + m + "," + k + "]@[" + k + "," + n + "]"; }
+
+    private static void same(DType d, String what, double[] got, double[] want) {
+        assertThat(got).hasSameSizeAs(want);
+        for (int i = 0; i < got.length; i++)
+            assertThat(Double.doubleToRawLongBits(got[i])).as("%s %s element %d", d, what, i)
+                    .isEqualTo(Double.doubleToRawLongBits(want[i]));
+    }
+
+    /** x [batch, r, c] → [batch, c, r]. */
+    private static double[] transpose(double[] x, int batch, int r, int c) {
+        double[] y = new double[x.length];
+        for (int bt = 0; bt < batch; bt++)
+            for (int i = 0; i < r; i++) for (int j = 0; j < c; j++) y[bt * r * c + j * r + i] = x[bt * r * c + i * c + j];
+        return y;
+    }
+
+    private static float[] floats(double[] x) {
+        float[] y = new float[x.length];
+        for (int i = 0; i < x.length; i++) y[i] = (float) x[i];
+        return y;
     }
 }

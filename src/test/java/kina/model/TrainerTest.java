@@ -50,7 +50,7 @@ class TrainerTest {
         // A real kill: a child JVM trains into dir/killed and is killed -9 after its first checkpoint.
         Path killed = dir.resolve("killed");
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> cmd = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"), "kina.cli.Main", "train",
+        List<String> cmd = new ArrayList<>(List.of(java, "--add-modules", "jdk.incubator.vector", "-cp", System.getProperty("java.class.path"), "kina.cli.Main", "train",
                 "--data", data.toString(), "--steps", Integer.toString(steps), "--batch", "2", "--lr", "3e-3", "--warmup", "3",
                 "--seed", "7", "--threads", "2", "--out", killed.toString(), "--eval-every", "10", "--eval-batches", "1",
                 "--checkpoint-every", "5", "--weight-decay", "0.01", "--clip", "1.0", "--no-progress"));
