@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The StoryLM train step, kina against PyTorch: `bin/kina bench` and bench/torch_reference.py run
+# alternately (kina, torch, kina, torch, …) for ROUNDS rounds on the same config, batch and threads.
+#
+#   bench/compare.sh CONFIG THREADS [ROUNDS]       e.g.  bench/compare.sh small 1 3
+#
+# Env: STEPS (timed steps per run, default 20), BATCH (8), TORCH_PYTHON (/usr/bin/python3, Debian's,
+# which has torch), KINA_CMD / TORCH_CMD (replace either command, e.g. with `echo "kina bench: …"`
+# to test the parsing). Torch runs with OMP_WAIT_POLICY=PASSIVE (no spinning workers on 2 cores).
+# Prints every run's result line, then per side min / median / max ms/step (min of the runs' mins,
+# median of their medians, max of their maxes) and kina/torch for each (> 1: kina is slower).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+[[ $# -ge 2 && $# -le 3 ]] || { echo "usage: bench/compare.sh CONFIG THREADS [ROUNDS]" >&2; exit 2; }
+CONFIG=$1 THREADS=$2 ROUNDS=${3:-3}
+STEPS=${STEPS:-20} BATCH=${BATCH:-8}
+KINA_CMD=${KINA_CMD:-"$ROOT/bin/kina bench --config $CONFIG --steps $STEPS --threads $THREADS --batch $BATCH"}
+TORCH_CMD=${TORCH_CMD:-"env OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$THREADS ${TORCH_PYTHON:-/usr/bin/python3} $ROOT/bench/torch_reference.py --config $CONFIG --steps $STEPS --threads $THREADS --batch $BATCH"}
+
+LINES=()
+run() {  # run SIDE CMD: keeps the one result line "SIDE bench: …"
+    local side=$1 cmd=$2 line
+    line=$(bash -c "$cmd" 2>/dev/null | grep -E "^$side bench: " | tail -1)
+    if [[ -z $line ]]; then echo "compare.sh: no '$side bench:' line from: $cmd" >&2; exit 1; fi
+    echo "$line"
+    LINES+=("$line")
+}
+for ((r = 1; r <= ROUNDS; r++)); do
+    run kina "$KINA_CMD"
+    run torch "$TORCH_CMD"
+done
+
+RESULT_LINES=$(printf '%s\n' "${LINES[@]}") python3 - "$CONFIG" "$BATCH" "$THREADS" "$STEPS" "$ROUNDS" <<'PY'
+import os, re, statistics, sys
+config, batch, threads, steps, rounds = sys.argv[1:]
+side = {"kina": [], "torch": []}
+for line in os.environ["RESULT_LINES"].splitlines():
+    m = re.match(r"(kina|torch) bench: .*ms/step min=([\d.]+) median=([\d.]+) max=([\d.]+)", line)
+    if m:
+        side[m.group(1)].append(tuple(float(m.group(i)) for i in (2, 3, 4)))
+if not side["kina"] or not side["torch"]:
+    sys.exit("compare.sh: missing results")
+agg = {s: (min(r[0] for r in v), statistics.median(r[1] for r in v), max(r[2] for r in v)) for s, v in side.items()}
+print(f"config={config} batch={batch} threads={threads} steps={steps} rounds={rounds}")
+print(f"{'':<6} {'runs':>4} {'min':>9} {'median':>9} {'max':>9}  ms/step")
+for s in ("kina", "torch"):
+    print(f"{s:<6} {len(side[s]):>4} {agg[s][0]:>9.1f} {agg[s][1]:>9.1f} {agg[s][2]:>9.1f}")
+k, t = agg["kina"], agg["torch"]
+print(f"{'ratio':<6} {'':>4} {k[0] / t[0]:>9.2f} {k[1] / t[1]:>9.2f} {k[2] / t[2]:>9.2f}  kina/torch (>1: kina slower)")
+PY

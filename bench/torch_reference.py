@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""PyTorch reference timing of kina's StoryLM AdamW train step (what `kina bench` times).
+
+    OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/torch_reference.py --config small --threads 1 --steps 20 --batch 8
+
+(torch imports only under Debian's interpreter: apt-get install -y python3-torch libopenblas0-pthread.)
+Prints exactly one line, in kina bench's format:
+
+    torch bench: config=small batch=8 threads=1 steps=20 ms/step min=… median=… max=… tokens/s=… peak_rss_mb=…
+
+The model and step follow kina.model.StoryLm.trainStep and Optimizer.update, float32 throughout:
+  x = emb[ids]                                             [B, T, d]
+  per layer: h = rmsnorm(x) (x·rsqrt(mean(x²)+1e-5)·w, no bias)
+             q, k, v = h @ wq, h @ wk, h @ wv (weights stored [in, out]), half-split RoPE on q, k
+             att = softmax(q kᵀ / √hd + causal mask) v per head; x = x + att @ wo
+             m = rmsnorm(x); x = x + (silu(m @ w_gate) · (m @ w_up)) @ w_down
+  logits = rmsnorm(x, final_norm) @ lm_head (untied)        [B·T, vocab]
+  loss = mean NLL; gradients by autograd; global grad-norm clip 1.0;
+  AdamW β 0.9/0.95, ε 1e-8, decoupled weight decay 0.01 on matrices (rank 2) only, lr 1e-3.
+Batches are random bytes (seeded), as in kina bench; 2 warm-up steps (--warmup) then --steps timed
+steps, each wall-clock timed around forward + backward + clip + update. tokens/s = batch·seq / median.
+"""
+import argparse
+import math
+import resource
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+# kina.model.Config.NAMED (kv_heads = heads; rope_base 10000; eps 1e-5)
+CONFIGS = {
+    "tiny": dict(vocab=256, d=64, heads=2, seq=64, layers=2, hidden=172),
+    "small": dict(vocab=256, d=128, heads=4, seq=128, layers=2, hidden=344),
+    "medium": dict(vocab=256, d=256, heads=8, seq=256, layers=4, hidden=688),
+}
+EPS, ROPE_BASE = 1e-5, 10000.0
+BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP, LR = 0.9, 0.95, 1e-8, 0.01, 1.0, 1e-3
+
+
+def weight_shapes(c):
+    """StoryLm.weights order: (name, shape)."""
+    d, hd_all, h = c["d"], c["d"], c["hidden"]
+    w = [("emb", (c["vocab"], d))]
+    for l in range(c["layers"]):
+        p = f"l{l}_"
+        w += [(p + "attn_norm", (d,)), (p + "wq", (d, hd_all)), (p + "wk", (d, hd_all)), (p + "wv", (d, hd_all)),
+              (p + "wo", (hd_all, d))]
+        if h > 0:
+            w += [(p + "mlp_norm", (d,)), (p + "w_gate", (d, h)), (p + "w_up", (d, h)), (p + "w_down", (h, d))]
+    w += [("final_norm", (d,)), ("lm_head", (d, c["vocab"]))]
+    return w
+
+
+def rope_tables(c):
+    hd = c["d"] // c["heads"]
+    t = torch.arange(c["seq"], dtype=torch.float64).unsqueeze(1)
+    i = torch.arange(hd // 2, dtype=torch.float64).unsqueeze(0)
+    theta = t * torch.pow(torch.tensor(ROPE_BASE, dtype=torch.float64), -2.0 * i / hd)
+    return torch.cos(theta).float(), torch.sin(theta).float()
+
+
+def rmsnorm(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + EPS) * w
+
+
+def rope(x, cos, sin, heads, hd):
+    """x [B, T, heads·hd]: per head y_i = x_i cos − x_{i+hd/2} sin, y_{i+hd/2} = x_{i+hd/2} cos + x_i sin."""
+    b, t, _ = x.shape
+    xh = x.view(b, t, heads, hd)
+    x1, x2 = xh[..., : hd // 2], xh[..., hd // 2:]
+    c, s = cos.view(1, t, 1, hd // 2), sin.view(1, t, 1, hd // 2)
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).reshape(b, t, heads * hd)
+
+
+def loss_fn(c, w, ids, targets, cos, sin, mask):
+    b, t = ids.shape
+    n, d, heads = b * t, c["d"], c["heads"]
+    hd = d // heads
+    x = F.embedding(ids, w["emb"])
+    for l in range(c["layers"]):
+        p = f"l{l}_"
+        h2 = rmsnorm(x, w[p + "attn_norm"]).reshape(n, d)
+        q = rope((h2 @ w[p + "wq"]).view(b, t, d), cos, sin, heads, hd)
+        k = rope((h2 @ w[p + "wk"]).view(b, t, d), cos, sin, heads, hd)
+        v = (h2 @ w[p + "wv"]).view(b, t, d)
+        qh, kh, vh = (z.view(b, t, heads, hd).transpose(1, 2) for z in (q, k, v))
+        s = torch.matmul(qh, kh.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
+        y = torch.matmul(att, vh).transpose(1, 2).reshape(n, d)
+        x = x + (y @ w[p + "wo"]).view(b, t, d)
+        if c["hidden"] > 0:
+            m2 = rmsnorm(x, w[p + "mlp_norm"]).reshape(n, d)
+            x = x + ((F.silu(m2 @ w[p + "w_gate"]) * (m2 @ w[p + "w_up"])) @ w[p + "w_down"]).view(b, t, d)
+    logits = rmsnorm(x, w["final_norm"]).reshape(n, d) @ w["lm_head"]
+    return F.cross_entropy(logits, targets)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="small", choices=sorted(CONFIGS))
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    c = CONFIGS[args.config]
+    gen = torch.Generator().manual_seed(1)
+    params = {}
+    for name, shape in weight_shapes(c):
+        params[name] = (torch.ones(shape) if len(shape) == 1 else 0.02 * torch.randn(shape, generator=gen)).requires_grad_(True)
+    order = [params[n] for n, _ in weight_shapes(c)]
+    opt = torch.optim.AdamW([{"params": [p for p in order if p.dim() == 2], "weight_decay": WEIGHT_DECAY},
+                             {"params": [p for p in order if p.dim() != 2], "weight_decay": 0.0}],
+                            lr=LR, betas=(BETA1, BETA2), eps=ADAM_EPS)
+    cos, sin = rope_tables(c)
+    mask = ~torch.ones(c["seq"], c["seq"], dtype=torch.bool).tril()
+    data = torch.Generator().manual_seed(42)
+    ms = []
+    for s in range(args.warmup + args.steps):
+        ids = torch.randint(0, 256 if c["vocab"] >= 256 else c["vocab"], (args.batch, c["seq"]), generator=data)
+        targets = torch.randint(0, 256 if c["vocab"] >= 256 else c["vocab"], (args.batch * c["seq"],), generator=data)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(c, params, ids, targets, cos, sin, mask)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(order, CLIP)
+        opt.step()
+        t1 = time.perf_counter()
+        if not math.isfinite(loss.item()):
+            sys.exit(f"torch bench: loss {loss.item()} at step {s + 1}")
+        if s >= args.warmup:
+            ms.append((t1 - t0) * 1e3)
+    srt = sorted(ms)
+    n = len(srt)
+    median = srt[n // 2] if n % 2 == 1 else (srt[n // 2 - 1] + srt[n // 2]) / 2
+    tokens = args.batch * c["seq"] / (median / 1000)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"torch bench: config={args.config} batch={args.batch} threads={args.threads} steps={args.steps} "
+          f"ms/step min={srt[0]:.1f} median={median:.1f} max={srt[-1]:.1f} tokens/s={tokens:.0f} peak_rss_mb={rss:.0f}")
+
+
+if __name__ == "__main__":
+    main()
