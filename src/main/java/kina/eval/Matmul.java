@@ -30,7 +30,7 @@ public final class Matmul {
     /** Rows of the register tile; its columns are two vectors (NR = 2 · lanes, in {@link Vec}). */
     static final int MR = 5;
     /** Cache blocks: K block (B micro-panel kc × NR in L1) and M block (packed A, mc × kc, in L2). */
-    static final int KC = 256, MC = 120;
+    static final int KC = 256, MC = 200;
     /** Below this many multiply-adds per batch element the scalar loop is used (no packing). */
     static final long SMALL = 16_384;
 
@@ -102,6 +102,12 @@ public final class Matmul {
 
     static int roundUp(int x, int r) { return (x + r - 1) / r * r; }
 
+    /** Rows per M block: about {@link #MC}, balanced so no block is a thin remainder (≤ MC + MR − 1). */
+    static int mcStep(int rows) {
+        int blocks = (rows + MC - 1) / MC;
+        return roundUp((rows + blocks - 1) / blocks, MR);
+    }
+
     /** The Vector API loop nest; loaded only when {@link #VECTOR}. */
     static final class Vec {
         private Vec() {}
@@ -115,7 +121,7 @@ public final class Matmul {
 
         /** Per-thread packing buffers: A block [MC/MR][kc][MR], B block [panels][kc][NR], an edge tile. */
         static final class ScratchF {
-            float[] a = new float[MC * KC], b = new float[0], tile = new float[MR * NRF];
+            float[] a = new float[(MC + MR) * KC], b = new float[0], tile = new float[MR * NRF];
             private static final ThreadLocal<ScratchF> LOCAL = ThreadLocal.withInitial(ScratchF::new);
             static ScratchF get() { return LOCAL.get(); }
         }
@@ -125,15 +131,15 @@ public final class Matmul {
                                      int i0, int i1, int j0, int j1, ScratchF s) {
             int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
             int cols = j1 - j0, panels = (cols + NRF - 1) / NRF;
-            int kcMax = Math.min(KC, k);
+            int kcMax = Math.min(KC, k), mcStep = mcStep(i1 - i0);
             if (s.b.length < panels * NRF * kcMax) s.b = new float[panels * NRF * kcMax];
             float[] pa = s.a, pb = s.b, tile = s.tile;
             for (int pc = 0; pc < k; pc += KC) {
                 int kc = Math.min(KC, k - pc);
                 boolean load = pc > 0;
                 packBF32(b, transB, bBase, k, n, pc, kc, j0, j1, pb);
-                for (int ic = i0; ic < i1; ic += MC) {
-                    int mc = Math.min(MC, i1 - ic);
+                for (int ic = i0; ic < i1; ic += mcStep) {
+                    int mc = Math.min(mcStep, i1 - ic);
                     packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
                     for (int jp = 0; jp < panels; jp++) {
                         int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
@@ -236,7 +242,7 @@ public final class Matmul {
         // ---- F64: the same loop nest with DoubleVector --------------------------------------------
 
         static final class ScratchD {
-            double[] a = new double[MC * KC], b = new double[0], tile = new double[MR * NRD];
+            double[] a = new double[(MC + MR) * KC], b = new double[0], tile = new double[MR * NRD];
             private static final ThreadLocal<ScratchD> LOCAL = ThreadLocal.withInitial(ScratchD::new);
             static ScratchD get() { return LOCAL.get(); }
         }
@@ -245,15 +251,15 @@ public final class Matmul {
                                      int i0, int i1, int j0, int j1, ScratchD s) {
             int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
             int cols = j1 - j0, panels = (cols + NRD - 1) / NRD;
-            int kcMax = Math.min(KC, k);
+            int kcMax = Math.min(KC, k), mcStep = mcStep(i1 - i0);
             if (s.b.length < panels * NRD * kcMax) s.b = new double[panels * NRD * kcMax];
             double[] pa = s.a, pb = s.b, tile = s.tile;
             for (int pc = 0; pc < k; pc += KC) {
                 int kc = Math.min(KC, k - pc);
                 boolean load = pc > 0;
                 packBF64(b, transB, bBase, k, n, pc, kc, j0, j1, pb);
-                for (int ic = i0; ic < i1; ic += MC) {
-                    int mc = Math.min(MC, i1 - ic);
+                for (int ic = i0; ic < i1; ic += mcStep) {
+                    int mc = Math.min(mcStep, i1 - ic);
                     packAF64(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
                     for (int jp = 0; jp < panels; jp++) {
                         int j = j0 + jp * NRD, nr = Math.min(NRD, j1 - j), bo = jp * kc * NRD;
