@@ -78,15 +78,15 @@ public final class Matmul {
     /**
      * How the output [batch, m, n] is cut into tasks: per batch element an mt × nt grid of blocks
      * (row blocks a multiple of MR, column blocks a multiple of NR). With fewer batch elements than
-     * twice the threads, the longer side is split, so the packing repeated per block (B per row
-     * block, A per column block) is the smaller one.
+     * threads, the longer side is split into about threads / batch blocks (equal halves on 2 cores),
+     * so the packing repeated per block (B per row block, A per column block) is the smaller one.
      */
     record Grid(int batch, int m, int n, int mt, int nt, int mStep, int nStep) {
         static Grid of(int batch, int m, int n, int mr, int nr) {
-            int threads = Parallel.threads(), want = 2 * threads;
+            int threads = Parallel.threads();
             int mt = 1, nt = 1;
-            if (threads > 1 && batch < want) {
-                int need = (want + batch - 1) / batch;
+            if (threads > 1 && batch < threads) {
+                int need = (threads + batch - 1) / batch;
                 if (m >= n) mt = Math.min(need, (m + mr - 1) / mr);
                 else nt = Math.min(need, (n + nr - 1) / nr);
             }
