@@ -22,17 +22,26 @@ import jdk.incubator.vector.VectorSpecies;
  * Transposed operands ({@code transA}: A stored [.., K, M]; {@code transB}: B stored [.., N, K])
  * are read in place by the packing, which moves values without arithmetic. Threads
  * ({@link Parallel}) take disjoint output blocks; padding lanes and rows (zeros) land in a scratch
- * tile and are never written to {@code out}. Small products take a scalar loop with the same order.
+ * tile and are never written to {@code out}. With few column panels (≤ {@link #DIRECT_PANELS}) a
+ * plain A is read in place instead of packed (packing would cost about as much as the products);
+ * that kernel continues chains from {@code out}, filled with −0.0 first. Small products take a
+ * scalar loop with the same order.
+ *
+ * <p>Measured on a 2-core AMD EPYC (Zen 3, AVX2) in bench/RESULTS.md: the 5 × 2-vector tile is
+ * the widest C2 kept in the 16 ymm registers (6 × 2 spilled), and the loop variable must be the
+ * array index itself (ai += MR), not p with ai = ao + p·MR, or the tile spilled (~3× slower).
  */
 public final class Matmul {
     private Matmul() {}
 
     /** Rows of the register tile; its columns are two vectors (NR = 2 · lanes, in {@link Vec}). */
-    static final int MR = 5;
+    static final int MR = 5;                 // packAF32/packAF64 spell out 5 rows
     /** Cache blocks: K block (B micro-panel kc × NR in L1) and M block (packed A, mc × kc, in L2). */
     static final int KC = 256, MC = 200;
     /** Below this many multiply-adds per batch element the scalar loop is used (no packing). */
     static final long SMALL = 16_384;
+    /** With at most this many column panels, non-transposed A is read in place, not packed (F32). */
+    static final int DIRECT_PANELS = 8;
 
     /** Rows of the scalar path's block. */
     static final int ROWS = 4;
@@ -139,13 +148,28 @@ public final class Matmul {
                 boolean load = pc > 0;
                 packBF32(b, transB, bBase, k, n, pc, kc, j0, j1, pb);
                 for (int ic = i0; ic < i1; ic += mcStep) {
-                    int mc = Math.min(mcStep, i1 - ic);
-                    packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
+                    int mc = Math.min(mcStep, i1 - ic), full = mc / MR * MR;
+                    // Few column panels: packing A would cost about as much as the products, so
+                    // the kernel reads A's rows in place (its tile starts from out, filled with
+                    // −0.0 before the first K block); only a ragged last panel is packed.
+                    boolean direct = !transA && panels <= DIRECT_PANELS;
+                    if (!direct) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
+                    else {
+                        if (full < mc) packAF32(a, false, aBase, m, k, ic + full, mc - full, pc, kc, pa);
+                        if (!load) for (int r = ic; r < ic + full; r++) java.util.Arrays.fill(out, oBase + r * n + j0, oBase + r * n + j1, -0.0f);
+                    }
                     for (int jp = 0; jp < panels; jp++) {
                         int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
                         for (int ip = 0; ip * MR < mc; ip++) {
-                            int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i), ao = ip * kc * MR;
-                            if (mr == MR && nr == NRF) {
+                            int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i), ao = direct ? 0 : ip * kc * MR;
+                            if (direct && mr == MR) {
+                                if (nr == NRF) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, out, oBase + i * n + j, n);
+                                else {
+                                    for (int r = 0; r < MR; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
+                                    kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, tile, 0, NRF);
+                                    for (int r = 0; r < MR; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
+                                }
+                            } else if (mr == MR && nr == NRF) {
                                 kernelF32(pa, ao, pb, bo, kc, out, oBase + i * n + j, n, load);
                             } else {
                                 if (load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
@@ -167,6 +191,11 @@ public final class Matmul {
                         int src = aBase + (pc + p) * m + i, dst = base + p * MR;
                         for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
                         for (int r = rows; r < MR; r++) pa[dst + r] = 0f;
+                    }
+                } else if (rows == MR) {                        // p outer: contiguous writes, MR read streams
+                    int s0 = aBase + i * k + pc, s1 = s0 + k, s2 = s1 + k, s3 = s2 + k, s4 = s3 + k;
+                    for (int dst = base, end = base + kc * MR, p = 0; dst < end; dst += MR, p++) {
+                        pa[dst] = a[s0 + p]; pa[dst + 1] = a[s1 + p]; pa[dst + 2] = a[s2 + p]; pa[dst + 3] = a[s3 + p]; pa[dst + 4] = a[s4 + p];
                     }
                 } else {
                     for (int r = 0; r < rows; r++) {
@@ -217,7 +246,7 @@ public final class Matmul {
                 FloatVector z = FloatVector.broadcast(FS, -0.0f);
                 c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z; c30 = z; c31 = z; c40 = z; c41 = z;
             }
-            // The index is the loop variable: with ai = ao + p·MR, C2 spilled the tile (~3× slower).
+            // The index is the loop variable (see the class comment).
             for (int ai = ao, bi = bo, end = ao + kc * MR; ai < end; ai += MR, bi += NRF) {
                 FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
                 FloatVector x = FloatVector.broadcast(FS, pa[ai]);
@@ -232,6 +261,39 @@ public final class Matmul {
                 c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
             }
             int o = co;
+            c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
+            c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
+            c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
+            c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
+            c40.intoArray(c, o); c41.intoArray(c, o + FL);
+        }
+
+        /**
+         * {@link #kernelF32} reading A in place, A(r, p) = a[ao + r·lda + p], and always continuing
+         * the chains stored in c (C2 compiled this form slower when the tile started from a constant).
+         */
+        static void kernelRowsF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc) {
+            int o = co;
+            FloatVector c00 = FloatVector.fromArray(FS, c, o), c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+            FloatVector c10 = FloatVector.fromArray(FS, c, o), c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+            FloatVector c20 = FloatVector.fromArray(FS, c, o), c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+            FloatVector c30 = FloatVector.fromArray(FS, c, o), c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+            FloatVector c40 = FloatVector.fromArray(FS, c, o), c41 = FloatVector.fromArray(FS, c, o + FL);
+            int l2 = 2 * lda, l3 = 3 * lda, l4 = 4 * lda;
+            for (int ai = ao, bi = bo, end = ao + kc; ai < end; ai++, bi += NRF) {
+                FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
+                FloatVector x = FloatVector.broadcast(FS, a[ai]);
+                c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
+                x = FloatVector.broadcast(FS, a[ai + lda]);
+                c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
+                x = FloatVector.broadcast(FS, a[ai + l2]);
+                c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
+                x = FloatVector.broadcast(FS, a[ai + l3]);
+                c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
+                x = FloatVector.broadcast(FS, a[ai + l4]);
+                c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
+            }
+            o = co;
             c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
             c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
             c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
@@ -287,6 +349,11 @@ public final class Matmul {
                         for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
                         for (int r = rows; r < MR; r++) pa[dst + r] = 0d;
                     }
+                } else if (rows == MR) {                        // p outer: contiguous writes, MR read streams
+                    int s0 = aBase + i * k + pc, s1 = s0 + k, s2 = s1 + k, s3 = s2 + k, s4 = s3 + k;
+                    for (int dst = base, end = base + kc * MR, p = 0; dst < end; dst += MR, p++) {
+                        pa[dst] = a[s0 + p]; pa[dst + 1] = a[s1 + p]; pa[dst + 2] = a[s2 + p]; pa[dst + 3] = a[s3 + p]; pa[dst + 4] = a[s4 + p];
+                    }
                 } else {
                     for (int r = 0; r < rows; r++) {
                         int src = aBase + (i + r) * k + pc;
@@ -331,7 +398,7 @@ public final class Matmul {
                 DoubleVector z = DoubleVector.broadcast(DS, -0.0d);
                 c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z; c30 = z; c31 = z; c40 = z; c41 = z;
             }
-            // The index is the loop variable: with ai = ao + p·MR, C2 spilled the tile (~3× slower).
+            // The index is the loop variable (see the class comment).
             for (int ai = ao, bi = bo, end = ao + kc * MR; ai < end; ai += MR, bi += NRD) {
                 DoubleVector b0 = DoubleVector.fromArray(DS, pb, bi), b1 = DoubleVector.fromArray(DS, pb, bi + DL);
                 DoubleVector x = DoubleVector.broadcast(DS, pa[ai]);
