@@ -195,6 +195,25 @@ class PlanTest {
         assertBits(plan.run(in), interpret(p, in), "a @ b^T");
     }
 
+    @Test void outputsMayBeInputsConstantsViewsAndRepeats() {
+        Program p = transformed("e", """
+                let x = tensor<F32, [2, 3], @host> in
+                let unused = tensor<F32, [5], @host> in
+                let i = tensor<I64, [2, 3], @host> in
+                let c = tensor<F32, [1, 2], @host> payload { 1.5, -0.0 } in
+                let xr = x.reshape([3, 2]) in
+                let j = i.clamp(lo=3, hi=40) in
+                let k = j.transpose([1, 0]) in
+                let y = x.exp() in
+                (x, xr, c, y, y, j, k, x.transpose([1, 0]))
+                """);
+        Plan plan = Plan.compile(p);
+        for (int run = 0; run < 3; run++) {
+            Map<String, Tensor> in = randomInputs(plan, run, 50);
+            assertBits(plan.run(in), interpret(p, in), "edge outputs run " + run);
+        }
+    }
+
     // ---- refusals and traps ------------------------------------------------------------------------
 
     @Test void aRemainingHandleIsRefusedByName() {
