@@ -20,10 +20,17 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
     @Option(names = "--engine", defaultValue = "plan", description = "plan or interpreter (default: ${DEFAULT-VALUE}).") String engine;
     @Option(names = "--profile", description = "After the result line, the time by instruction kind (plan engine).") boolean profile;
+    @Option(names = "--scaling", description = "Instead: time transform_ad and planning of medium-like train steps of 1 to 32 layers.") boolean scaling;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
+        if (scaling) {
+            java.io.PrintWriter out = spec.commandLine().getOut();
+            for (String l : Bench.scaling()) out.println(l);
+            out.flush();
+            return 0;
+        }
         Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");

@@ -79,4 +79,43 @@ public final class Bench {
         List<String> prof = plan != null && profile ? plan.profileReport() : new ArrayList<>();
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
     }
+
+    /**
+     * transform_ad and planning time against program size: medium-like train steps (d 256, 8 heads,
+     * seq 256, SwiGLU 688, batch 8, AdamW) of 1 to 32 layers; best of 5 runs each. One line per size.
+     */
+    public static List<String> scaling() {
+        List<String> out = new ArrayList<>();
+        for (int layers : new int[] {1, 2, 4, 8, 16, 32}) {
+            Config c = new Config("medium-" + layers, 256, 256, 8, 8, 256, layers, 688, Config.ROPE_BASE, Config.EPS, false);
+            String src = StoryLm.trainStep(c, 8, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
+            kina.ir.Program checked = kina.check.Checker.check(kina.syntax.Parser.parse("<scaling>", src));
+            long bestAd = Long.MAX_VALUE, bestPlan = Long.MAX_VALUE;
+            int forward = 0, total = 0;
+            for (int r = 0; r < 5; r++) {
+                long t0 = System.nanoTime();
+                kina.ir.Program t = kina.ad.TransformAd.transform(checked);
+                long t1 = System.nanoTime();
+                kina.plan.Plan.compile(t);
+                long t2 = System.nanoTime();
+                bestAd = Math.min(bestAd, t1 - t0);
+                bestPlan = Math.min(bestPlan, t2 - t1);
+                forward = count(checked.body());
+                total = count(t.body());
+            }
+            out.add(String.format(java.util.Locale.ROOT,
+                    "scaling: layers=%d instructions=%d after_transform=%d transform_ad_ms=%.1f plan_ms=%.1f",
+                    layers, forward, total, bestAd / 1e6, bestPlan / 1e6));
+        }
+        return out;
+    }
+
+    private static int count(kina.ir.Block b) {
+        int n = 0;
+        for (kina.ir.Let l : b.lets()) {
+            n++;
+            if (l.rhs() instanceof kina.ir.Rhs.Fn f) n += count(f.body());
+        }
+        return n;
+    }
 }

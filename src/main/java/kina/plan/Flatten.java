@@ -44,7 +44,15 @@ final class Flatten {
     final List<Step> steps = new ArrayList<>();
     final Map<String, Integer> inputs = new LinkedHashMap<>();
     final Map<Integer, Let> inputLets = new HashMap<>();
-    final Map<Integer, Tensor> constants = new HashMap<>();
+    final Map<Integer, Const> constants = new HashMap<>();
+
+    /**
+     * A constant slot: a literal payload, or a fill (payload null). Computed when the plan first
+     * runs, not while planning, so planning time does not grow with tensor sizes.
+     */
+    record Const(TensorType type, kina.ir.Payload payload, double fill) {
+        Tensor tensor() { return payload != null ? Kernels.literal(type, payload) : Kernels.fill(type, fill); }
+    }
     final List<Integer> outputs = new ArrayList<>();
     private int depth;
 
@@ -134,12 +142,13 @@ final class Flatten {
                 }
                 case Instr.Literal(TensorType lt, var payload) -> {
                     int s = newSlot(lt, name, Origin.CONST, -1);
-                    constants.put(s, Kernels.literal(lt, payload));
+                    Kernels.literal(lt, payload);                  // validate now: a bad payload is a compile error
+                    constants.put(s, new Const(lt, payload, 0));
                     return s;
                 }
                 case Instr.Fill(TensorType ft, double v) -> {
                     int s = newSlot(ft, name, Origin.CONST, -1);
-                    constants.put(s, Kernels.fill(ft, v));
+                    constants.put(s, new Const(ft, null, v));
                     return s;
                 }
                 case Instr.Reshape(Var x, var to) -> {

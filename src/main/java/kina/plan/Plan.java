@@ -36,8 +36,10 @@ public final class Plan {
 
     private final Flatten ir;
     private final List<Op> ops;
-    private final Runnable[] kernels;
-    private final Object[] slotBuf;
+    private Runnable[] kernels;                       // bound on the first run (see materialize)
+    private Object[] slotBuf;
+    private final Arena arena;
+    private final int[] bufOf;
     private final long arenaBytes, slotBytes;
     private final int arenaBuffers;
     private final List<Integer> inputSlots;
@@ -64,7 +66,7 @@ public final class Plan {
         for (int o : ir.outputs) last[root(o)] = n;
         // ---- the arena: best fit among free buffers of the same kind, grown when none fits ----
         Arena arena = new Arena();
-        int[] bufOf = new int[nSlots];
+        int[] bufOf = new int[nSlots];         // planning only decides the layout; buffers come on the first run
         Arrays.fill(bufOf, -1);
         List<List<Integer>> dying = new ArrayList<>();
         for (int i = 0; i <= n; i++) dying.add(new ArrayList<>());
@@ -82,31 +84,48 @@ public final class Plan {
             dying.get(last[s]).add(s);
             for (int d : dying.get(i)) arena.free.add(bufOf[d]);
         }
-        List<Object> buffers = arena.allocate();
-        long total = arena.bytes();
-        this.arenaBytes = total;
+        this.arena = arena;
+        this.bufOf = bufOf;
+        this.arenaBytes = arena.bytes();
         this.slotBytes = slotSum;
-        this.arenaBuffers = buffers.size();
-        // ---- every slot's buffer: arena storages, constants (own buffers), views (their root's) ----
-        this.slotBuf = new Object[nSlots];
+        this.arenaBuffers = arena.sizes.size();
+        this.nanos = new long[n];
+    }
+
+    /** Allocates the arena and constants and binds every kernel to its buffers: once, on the first run. */
+    private void materialize() {
+        int nSlots = ir.slots.size(), n = ops.size();
+        List<Object> buffers = arena.allocate();
+        Object[] bufs = new Object[nSlots];
         for (int s = 0; s < nSlots; s++) {
             Flatten.Slot sl = ir.slots.get(s);
             switch (sl.origin()) {
-                case INPUT, STEP -> slotBuf[s] = bufOf[s] >= 0 ? buffers.get(bufOf[s]) : null;
+                case INPUT, STEP -> bufs[s] = bufOf[s] >= 0 ? buffers.get(bufOf[s]) : null;
                 case CONST -> {
-                    Tensor c = ir.constants.get(s);
-                    Object b = Kind.of(sl.type().dtype()).allocate(Math.max(1, c.size()));
-                    Lower.unwrap(c, b);
-                    slotBuf[s] = b;
+                    Flatten.Const c = ir.constants.get(s);
+                    int size = (int) sl.type().shape().vol();
+                    Object b = Kind.of(sl.type().dtype()).allocate(Math.max(1, size));
+                    if (c.payload() == null) {
+                        switch (b) {                                  // the value Kernels.fill would hold
+                            case float[] f -> Arrays.fill(f, (float) c.fill());
+                            case double[] d -> Arrays.fill(d, c.fill());
+                            case long[] l -> Arrays.fill(l, (long) c.fill());
+                            default -> throw new IllegalStateException("not a buffer");
+                        }
+                    } else {
+                        Lower.unwrap(c.tensor(), b);
+                    }
+                    bufs[s] = b;
                 }
                 case VIEW -> { }
             }
         }
-        for (int s = 0; s < nSlots; s++) if (ir.slots.get(s).origin() == Flatten.Origin.VIEW) slotBuf[s] = slotBuf[root(s)];
-        Lower lower = new Lower(ir.slots, slotBuf);
-        this.kernels = new Runnable[n];
-        for (int i = 0; i < n; i++) kernels[i] = lower.bind(ops.get(i));
-        this.nanos = new long[n];
+        for (int s = 0; s < nSlots; s++) if (ir.slots.get(s).origin() == Flatten.Origin.VIEW) bufs[s] = bufs[root(s)];
+        Lower lower = new Lower(ir.slots, bufs);
+        Runnable[] ks = new Runnable[n];
+        for (int i = 0; i < n; i++) ks[i] = lower.bind(ops.get(i));
+        this.slotBuf = bufs;
+        this.kernels = ks;
     }
 
     /** The arena's layout while planning: buffer sizes and kinds, and the free list. */
@@ -280,6 +299,7 @@ public final class Plan {
      * located at the let.
      */
     public synchronized List<Tensor> run(Map<String, Tensor> inputs) {
+        if (kernels == null) materialize();
         for (int s : inputSlots) {
             Flatten.Slot sl = ir.slots.get(s);
             Let let = ir.inputLets.get(s);
@@ -311,7 +331,7 @@ public final class Plan {
         List<Tensor> out = new ArrayList<>(ir.outputs.size());
         for (int o : ir.outputs) {
             Flatten.Slot sl = ir.slots.get(o);
-            out.add(sl.origin() == Flatten.Origin.CONST ? ir.constants.get(o) : Lower.wrap(sl.type(), slotBuf[o]));
+            out.add(sl.origin() == Flatten.Origin.CONST ? ir.constants.get(o).tensor() : Lower.wrap(sl.type(), slotBuf[o]));
         }
         return out;
     }
