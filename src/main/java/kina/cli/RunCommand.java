@@ -41,6 +41,8 @@ final class RunCommand implements Callable<Integer> {
     Path out;
     @Option(names = "--oracle", description = "Run reverse mode by the eager reverse scan instead of the recorded gradient.")
     boolean oracle;
+    @Option(names = "--cotangent-inputs", description = "Seed each handle of fn f with an input f_seed (give it with --input f_seed=FILE) instead of ones.")
+    boolean cotangentInputs;
     @Option(names = "--full", description = "Print every element of large tensors.")
     boolean full;
     @Mixin Main.Common common;
@@ -48,7 +50,9 @@ final class RunCommand implements Callable<Integer> {
 
     @Override public Integer call() {
         Program checked = Source.load(file);
-        Program prog = oracle ? checked : TransformAd.transform(checked);
+        if (oracle && cotangentInputs)
+            throw new KinaException(null, "--cotangent-inputs works on the recorded gradient; drop --oracle");
+        Program prog = oracle ? checked : TransformAd.transform(checked, cotangentInputs);
         Map<String, TensorType> declared = new LinkedHashMap<>(Inputs.declared(prog));
         Interpreter probe = new Interpreter(Map.of(), new Oracle());
         Value top = null;

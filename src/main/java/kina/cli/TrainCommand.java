@@ -34,6 +34,7 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--eval-batches", description = "Validation batches (default: ${DEFAULT-VALUE}).", defaultValue = "4") int evalBatches;
     @Option(names = "--checkpoint-every", description = "Checkpoint every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "100") int checkpointEvery;
     @Option(names = "--resume", paramLabel = "DIR", description = "Continue from a checkpoint (a run directory or one of its step directories).") Path resume;
+    @Option(names = "--engine", description = "plan (the compiled plan) or interpreter; the same bits (default: ${DEFAULT-VALUE}).", defaultValue = "plan") String engine;
     @Option(names = "--no-progress", description = "Plain log lines instead of a progress bar.") boolean noProgress;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
@@ -52,7 +53,7 @@ final class TrainCommand implements Callable<Integer> {
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
         Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, out, evalEvery, evalBatches,
-                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto());
+                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine));
         Trainer.Summary s = new Trainer(o, corpus).run(System.out);
         System.out.println(s.line());
         return 0;

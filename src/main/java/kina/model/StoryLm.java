@@ -131,11 +131,7 @@ public final class StoryLm {
                 c.name(), c.vocab(), c.dModel(), c.heads(), c.kvHeads(), c.headDim(), c.seq(), c.layers(), c.mlpHidden(),
                 batch, opt.describe()));
         forwardFn(s, c, batch, true);
-        long n = (long) batch * c.seq();
-        s.append("let ids = tensor<I64, [").append(batch).append(", ").append(c.seq()).append("], @host> in\n");
-        s.append("let targets = tensor<I64, [").append(n).append("], @host> in\n");
-        List<Weight> ws = weights(c);
-        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        List<Weight> ws = inputs(s, c, batch, true);
         for (String st : opt.state())
             for (Weight w : ws) s.append("let ").append(st).append("_").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
         s.append("let lr = ").append(type(1, 1)).append(" in\n");
@@ -233,10 +229,7 @@ public final class StoryLm {
     public static String lossOnly(Config c, int batch) {
         StringBuilder s = new StringBuilder("// StoryLM '" + c.name() + "' validation loss, written by kina.model.StoryLm\n");
         forwardFn(s, c, batch, true);
-        s.append("let ids = tensor<I64, [").append(batch).append(", ").append(c.seq()).append("], @host> in\n");
-        s.append("let targets = tensor<I64, [").append((long) batch * c.seq()).append("], @host> in\n");
-        List<Weight> ws = weights(c);
-        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        List<Weight> ws = inputs(s, c, batch, true);
         s.append("storylm_loss(ids, targets");
         for (Weight w : ws) s.append(", ").append(w.name());
         s.append(")\n");
@@ -247,13 +240,20 @@ public final class StoryLm {
     public static String logits(Config c) {
         StringBuilder s = new StringBuilder("// StoryLM '" + c.name() + "' logits for sampling, written by kina.model.StoryLm\n");
         forwardFn(s, c, 1, false);
-        s.append("let ids = tensor<I64, [1, ").append(c.seq()).append("], @host> in\n");
-        List<Weight> ws = weights(c);
-        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        List<Weight> ws = inputs(s, c, 1, false);
         s.append("storylm_logits(ids");
         for (Weight w : ws) s.append(", ").append(w.name());
         s.append(")\n");
         return s.toString();
+    }
+
+    /** Declares the top-level inputs ids [B, T], targets [B·T] (when asked) and every weight; answers the weights. */
+    private static List<Weight> inputs(StringBuilder s, Config c, int batch, boolean targets) {
+        s.append("let ids = tensor<I64, [").append(batch).append(", ").append(c.seq()).append("], @host> in\n");
+        if (targets) s.append("let targets = tensor<I64, [").append((long) batch * c.seq()).append("], @host> in\n");
+        List<Weight> ws = weights(c);
+        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        return ws;
     }
 
     static void line(StringBuilder s, String name, String expr, String comment) {

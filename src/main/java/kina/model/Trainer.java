@@ -19,20 +19,62 @@ import kina.eval.Value;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
+import kina.plan.Plan;
 import kina.syntax.Parser;
 
 /**
  * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
- * gradients, clipping and the optimizer update) run by the host interpreter with new inputs each
- * step. Deterministic: the batch of step s depends only on (seed, s) and the learning rate only on
- * (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
+ * gradients, clipping and the optimizer update) run with new inputs each step by the compiled plan
+ * (kina.plan, the default) or the host interpreter, which give the same bits. Deterministic: the
+ * batch of step s depends only on (seed, s) and the learning rate only on (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
  */
 public final class Trainer {
 
     /** What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot. */
     public record Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                           int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
-                          Progress.Mode progress) {}
+                          Progress.Mode progress, Engine engine) {
+        /** The options with the default engine (the compiled plan). */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, Engine.PLAN);
+        }
+    }
+
+    /** What runs the step and validation programs; both give the same bits. */
+    public enum Engine {
+        /** The compiled plan (kina.plan), compiled once per run: the default. */
+        PLAN,
+        /** The host interpreter, let by let. */
+        INTERPRETER;
+
+        /** {@code plan} or {@code interpreter}; a KinaException naming both otherwise. */
+        public static Engine parse(String s) {
+            return switch (s) {
+                case "plan" -> PLAN;
+                case "interpreter" -> INTERPRETER;
+                default -> throw new kina.ir.KinaException(null, "--engine " + s + ": unknown (plan or interpreter)");
+            };
+        }
+
+        /** Compiles {@code p} for this engine: a function from inputs to the flattened result. */
+        public Runner compile(Program p) {
+            return switch (this) {
+                case PLAN -> {
+                    Plan plan = Plan.compile(p);
+                    yield plan::run;
+                }
+                case INTERPRETER -> in -> flatten(new Interpreter(in).run(p));
+            };
+        }
+    }
+
+    /** A compiled program: inputs by name to the flattened result. */
+    public interface Runner {
+        List<Tensor> run(Map<String, Tensor> inputs);
+    }
 
     /** The outcome of a run. */
     public record Summary(Config config, long steps, long tokens, double trainLoss, double valLoss, double baseline,
@@ -115,8 +157,8 @@ public final class Trainer {
     public Summary run(PrintStream log) {
         Parallel.setThreads(o.threads());
         long t0 = System.nanoTime();
-        Program step = compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, o.batch(), o.optimizer()));
-        Program eval = compile("<storylm " + c.name() + " loss>", StoryLm.lossOnly(c, o.batch()));
+        Runner step = o.engine().compile(compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, o.batch(), o.optimizer())));
+        Runner eval = o.engine().compile(compile("<storylm " + c.name() + " loss>", StoryLm.lossOnly(c, o.batch())));
         Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
         Batches valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
         double baseline = corpus.unigramEntropyNats();
@@ -143,8 +185,9 @@ public final class Trainer {
                 for (StoryLm.Weight wt : weights)
                     state.put(st + "_" + wt.name(), kina.eval.Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
         }
-        log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads%n",
-                c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads());
+        log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, %s%n",
+                c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
+                o.engine().name().toLowerCase(Locale.ROOT));
         Path lastCk = null;
         double lastLoss = Double.NaN, lastVal = valCurve.isEmpty() ? Double.NaN : valCurve.getLast()[1];
         long tokensPerStep = (long) o.batch() * c.seq();
@@ -163,7 +206,7 @@ public final class Trainer {
                     in.put("bc1", scalar(1));
                     in.put("bc2", scalar(1));
                 }
-                List<Tensor> out = flatten(new Interpreter(in).run(step));
+                List<Tensor> out = step.run(in);
                 int k = 0;
                 for (StoryLm.Weight wt : weights) w.put(wt.name(), out.get(k++));
                 for (String st : o.optimizer().state()) for (StoryLm.Weight wt : weights) state.put(st + "_" + wt.name(), out.get(k++));
@@ -192,12 +235,12 @@ public final class Trainer {
     }
 
     /** Mean validation loss over the fixed validation batches. */
-    double validate(Program eval, Batches valid, Map<String, Tensor> w) {
+    double validate(Runner eval, Batches valid, Map<String, Tensor> w) {
         double sum = 0;
         for (int i = 0; i < o.evalBatches(); i++) {
             Map<String, Tensor> in = new HashMap<>(w);
             batchInputs(valid.at(i), in);
-            sum += ((Tensor) new Interpreter(in).run(eval)).floats()[0];
+            sum += eval.run(in).getFirst().floats()[0];
         }
         return sum / o.evalBatches();
     }
@@ -251,7 +294,7 @@ public final class Trainer {
 
     static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
 
-    static List<Tensor> flatten(Value v) {
+    public static List<Tensor> flatten(Value v) {
         List<Tensor> out = new ArrayList<>();
         switch (v) {
             case Tensor t -> out.add(t);

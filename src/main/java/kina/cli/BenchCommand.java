@@ -1,0 +1,45 @@
+package kina.cli;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import kina.model.Bench;
+import kina.model.Config;
+import kina.model.Trainer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code kina bench}: time the AdamW train step of a config on random byte batches; one result line. */
+@Command(name = "bench", description = "Time N train steps (after 2 warm-up steps) of a StoryLM config on random byte batches.")
+final class BenchCommand implements Callable<Integer> {
+    @Option(names = "--config", paramLabel = "NAME|FILE.json", defaultValue = "tiny", description = "tiny, small, medium, or a JSON config (default: ${DEFAULT-VALUE}).")
+    String config;
+    @Option(names = "--steps", defaultValue = "20", description = "Timed steps (default: ${DEFAULT-VALUE}).") int steps;
+    @Option(names = "--batch", defaultValue = "8", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
+    @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
+    @Option(names = "--engine", defaultValue = "plan", description = "plan or interpreter (default: ${DEFAULT-VALUE}).") String engine;
+    @Option(names = "--profile", description = "After the result line, the time by instruction kind (plan engine).") boolean profile;
+    @Option(names = "--scaling", description = "Instead: time transform_ad and planning of medium-like train steps of 1 to 32 layers.") boolean scaling;
+    @Mixin Main.Common common;
+    @Spec picocli.CommandLine.Model.CommandSpec spec;
+
+    @Override public Integer call() {
+        if (scaling) {
+            java.io.PrintWriter out = spec.commandLine().getOut();
+            for (String l : Bench.scaling()) out.println(l);
+            out.flush();
+            return 0;
+        }
+        Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
+        if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
+        Bench.Result r = Bench.run(c, batch, steps, th, Trainer.Engine.parse(engine), profile);
+        java.io.PrintWriter out = spec.commandLine().getOut();
+        out.println(r.line());
+        for (String l : r.profile()) out.println("  profile: " + l);
+        if (profile && r.profile().isEmpty()) out.println("  profile: only the plan engine is profiled");
+        out.flush();
+        return 0;
+    }
+}

@@ -1,0 +1,368 @@
+package kina.plan;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import kina.eval.EvalError;
+import kina.eval.Tensor;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Let;
+import kina.ir.Perm;
+import kina.ir.Program;
+import kina.ir.TensorType;
+
+/**
+ * The compiled plan of a checked, transformed program (DESIGN §6): one straight-line schedule of
+ * instruction steps over numbered slots, run over buffers from an arena allocated once per Plan
+ * and reused by every run. Its outputs equal the interpreter's bit for bit.
+ *
+ * <p>Compilation: {@link Flatten} (calls inlined, tuples and reshapes resolved to slots, constants
+ * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
+ * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
+ * transA/transB flags; liveness (the last reader of every storage) and a best-fit arena in which a
+ * buffer is handed to a new value only after every reader of the old one has run.
+ *
+ * <p>{@link #run} is not reentrant (one arena): calls are serialised.
+ */
+public final class Plan {
+
+    /** A scheduled step: its operands after folding, and whether operand 0 / 1 is read transposed. */
+    record Op(Flatten.Step step, int[] args, boolean transA, boolean transB) {}
+
+    private final Flatten ir;
+    private final List<Op> ops;
+    private Runnable[] kernels;                       // bound on the first run (see materialize)
+    private Object[] slotBuf;
+    private final Arena arena;
+    private final int[] bufOf;
+    private final long arenaBytes, slotBytes;
+    private final int arenaBuffers;
+    private final List<Integer> inputSlots;
+    private boolean profile;
+    private final long[] nanos;
+
+    private Plan(Flatten ir) {
+        this.ir = ir;
+        List<Flatten.Step> live = deadStepsDropped(ir);
+        this.ops = folded(live, ir);
+        this.inputSlots = new ArrayList<>(ir.inputs.values());
+        // ---- liveness: def and last read of every storage (root slot) ----
+        int nSlots = ir.slots.size(), n = ops.size();
+        int[] def = new int[nSlots], last = new int[nSlots];
+        Arrays.fill(def, Integer.MIN_VALUE);
+        Arrays.fill(last, Integer.MIN_VALUE);
+        for (int s : inputSlots) { def[s] = -1; last[s] = -1; }
+        for (int i = 0; i < n; i++) {
+            Op op = ops.get(i);
+            def[op.step().out()] = i;
+            last[op.step().out()] = Math.max(last[op.step().out()], i);
+            for (int a : op.args()) { int r = root(a); last[r] = Math.max(last[r], i); }
+        }
+        for (int o : ir.outputs) last[root(o)] = n;
+        // ---- the arena: best fit among free buffers of the same kind, grown when none fits ----
+        Arena arena = new Arena();
+        int[] bufOf = new int[nSlots];         // planning only decides the layout; buffers come on the first run
+        Arrays.fill(bufOf, -1);
+        List<List<Integer>> dying = new ArrayList<>();
+        for (int i = 0; i <= n; i++) dying.add(new ArrayList<>());
+        long slotSum = 0;
+        for (Flatten.Slot sl : ir.slots)
+            if (sl.origin() == Flatten.Origin.STEP || sl.origin() == Flatten.Origin.INPUT) slotSum += bytes(sl.type());
+        for (int s : inputSlots) {                       // defined before step 0; an unread input needs no buffer
+            if (last[s] < 0) continue;
+            bufOf[s] = arena.take(ir.slots.get(s).type());
+            dying.get(last[s]).add(s);
+        }
+        for (int i = 0; i < n; i++) {
+            int s = ops.get(i).step().out();
+            bufOf[s] = arena.take(ir.slots.get(s).type());   // never an operand's buffer: those are released after
+            dying.get(last[s]).add(s);
+            for (int d : dying.get(i)) arena.free.add(bufOf[d]);
+        }
+        this.arena = arena;
+        this.bufOf = bufOf;
+        this.arenaBytes = arena.bytes();
+        this.slotBytes = slotSum;
+        this.arenaBuffers = arena.sizes.size();
+        this.nanos = new long[n];
+    }
+
+    /** Allocates the arena and constants and binds every kernel to its buffers: once, on the first run. */
+    private void materialize() {
+        int nSlots = ir.slots.size(), n = ops.size();
+        List<Object> buffers = arena.allocate();
+        Object[] bufs = new Object[nSlots];
+        for (int s = 0; s < nSlots; s++) {
+            Flatten.Slot sl = ir.slots.get(s);
+            switch (sl.origin()) {
+                case INPUT, STEP -> bufs[s] = bufOf[s] >= 0 ? buffers.get(bufOf[s]) : null;
+                case CONST -> {
+                    Flatten.Const c = ir.constants.get(s);
+                    int size = (int) sl.type().shape().vol();
+                    Object b = Kind.of(sl.type().dtype()).allocate(Math.max(1, size));
+                    if (c.payload() == null) {
+                        switch (b) {                                  // the value Kernels.fill would hold
+                            case float[] f -> Arrays.fill(f, (float) c.fill());
+                            case double[] d -> Arrays.fill(d, c.fill());
+                            case long[] l -> Arrays.fill(l, (long) c.fill());
+                            default -> throw new IllegalStateException("not a buffer");
+                        }
+                    } else {
+                        Lower.unwrap(c.tensor(), b);
+                    }
+                    bufs[s] = b;
+                }
+                case VIEW -> { }
+            }
+        }
+        for (int s = 0; s < nSlots; s++) if (ir.slots.get(s).origin() == Flatten.Origin.VIEW) bufs[s] = bufs[root(s)];
+        Lower lower = new Lower(ir.slots, bufs);
+        Runnable[] ks = new Runnable[n];
+        for (int i = 0; i < n; i++) ks[i] = lower.bind(ops.get(i));
+        this.slotBuf = bufs;
+        this.kernels = ks;
+    }
+
+    /** The arena's layout while planning: buffer sizes and kinds, and the free list. */
+    private static final class Arena {
+        final List<Integer> sizes = new ArrayList<>();
+        final List<Kind> kinds = new ArrayList<>();
+        final List<Integer> free = new ArrayList<>();
+
+        /** A free buffer of t's kind: the smallest that fits, else the largest (grown), else a new one. */
+        int take(TensorType t) {
+            Kind k = Kind.of(t.dtype());
+            int need = (int) t.shape().vol(), best = -1;
+            for (int b : free) if (kinds.get(b) == k && sizes.get(b) >= need && (best < 0 || sizes.get(b) < sizes.get(best))) best = b;
+            if (best < 0) for (int b : free) if (kinds.get(b) == k && (best < 0 || sizes.get(b) > sizes.get(best))) best = b;
+            if (best < 0) {
+                sizes.add(need);
+                kinds.add(k);
+                return sizes.size() - 1;
+            }
+            free.remove(Integer.valueOf(best));
+            if (sizes.get(best) < need) sizes.set(best, need);
+            return best;
+        }
+
+        List<Object> allocate() {
+            List<Object> l = new ArrayList<>();
+            for (int b = 0; b < sizes.size(); b++) l.add(kinds.get(b).allocate(Math.max(1, sizes.get(b))));
+            return l;
+        }
+
+        long bytes() {
+            long t = 0;
+            for (int b = 0; b < sizes.size(); b++) t += (long) sizes.get(b) * kinds.get(b).bytes;
+            return t;
+        }
+    }
+
+    /** The buffer kind of a dtype: F32 float[], F64 double[], I64 and I1 long[]. */
+    enum Kind {
+        FLOAT(4), DOUBLE(8), LONG(8);
+
+        final int bytes;
+
+        Kind(int bytes) { this.bytes = bytes; }
+
+        static Kind of(DType d) {
+            return switch (d) {
+                case F32 -> FLOAT;
+                case F64 -> DOUBLE;
+                case I64, I1 -> LONG;
+                case BF16, F16, F8E4M3, F8E5M2 -> throw new PlanError(null, "the host does not run " + d);
+            };
+        }
+
+        Object allocate(int n) {
+            return switch (this) {
+                case FLOAT -> new float[n];
+                case DOUBLE -> new double[n];
+                case LONG -> new long[n];
+            };
+        }
+    }
+
+    private static long bytes(TensorType t) { return t.shape().vol() * Kind.of(t.dtype()).bytes; }
+
+    private int root(int slot) { return ir.slots.get(slot).root(); }
+
+    /** Steps whose value nobody reads are dropped, except those that can trap (the interpreter runs them). */
+    private static List<Flatten.Step> deadStepsDropped(Flatten ir) {
+        boolean[] needed = new boolean[ir.slots.size()];
+        for (int o : ir.outputs) needed[ir.slots.get(o).root()] = true;
+        List<Flatten.Step> kept = new ArrayList<>();
+        for (int i = ir.steps.size() - 1; i >= 0; i--) {
+            Flatten.Step st = ir.steps.get(i);
+            if (!needed[st.out()] && !traps(st.instr())) continue;
+            kept.add(st);
+            for (int a : st.args()) needed[ir.slots.get(a).root()] = true;
+        }
+        Collections.reverse(kept);
+        return kept;
+    }
+
+    /** Instructions that check index values at run time. */
+    private static boolean traps(Instr ins) {
+        return switch (ins) {
+            case Instr.Gather _, Instr.TakeAlongAxis _, Instr.ScatterAdd _, Instr.ScatterAlongAxis _, Instr.SetRows _ -> true;
+            case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Neg _, Instr.Exp _, Instr.Log _, Instr.Sqrt _,
+                 Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _, Instr.Reciprocal _, Instr.Silu _, Instr.Gelu _, Instr.Relu _,
+                 Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Add _, Instr.Sub _, Instr.Mul _,
+                 Instr.Div _, Instr.Maximum _, Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.Matmul _,
+                 Instr.Reshape _, Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _, Instr.Softmax _,
+                 Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _,
+                 Instr.AttentionProbs _ -> false;
+        };
+    }
+
+    /**
+     * Folds a floating {@code transpose} that swaps the last two axes, is no output, has no views
+     * and is read only as a matmul operand, into the matmul's transA / transB flag.
+     */
+    private static List<Op> folded(List<Flatten.Step> steps, Flatten ir) {
+        int nSlots = ir.slots.size();
+        boolean[] foldable = new boolean[nSlots];
+        int[] source = new int[nSlots];
+        for (Flatten.Step st : steps)
+            if (st.instr() instanceof Instr.Transpose(var _, Perm perm) && perm.rank() >= 2 && perm.equals(Perm.lastTwo(perm.rank()))
+                    && ir.slots.get(st.out()).type().dtype().floating()) {
+                foldable[st.out()] = true;
+                source[st.out()] = st.args()[0];
+            }
+        for (int o : ir.outputs) foldable[ir.slots.get(o).root()] = false;
+        for (Flatten.Slot s : ir.slots) if (s.origin() == Flatten.Origin.VIEW) foldable[s.root()] = false;
+        for (Flatten.Step st : steps) {
+            boolean mm = st.instr() instanceof Instr.Matmul;
+            for (int a : st.args()) if (!mm) foldable[a] = false;
+        }
+        List<Op> ops = new ArrayList<>();
+        for (Flatten.Step st : steps) {
+            if (st.instr() instanceof Instr.Transpose && foldable[st.out()]) continue;
+            int[] args = st.args().clone();
+            boolean ta = false, tb = false;
+            if (st.instr() instanceof Instr.Matmul) {
+                if (foldable[args[0]]) { ta = true; args[0] = source[args[0]]; }
+                if (foldable[args[1]]) { tb = true; args[1] = source[args[1]]; }
+            }
+            ops.add(new Op(st, args, ta, tb));
+        }
+        return ops;
+    }
+
+    // ---- public API ------------------------------------------------------------------------------
+
+    /**
+     * Compiles a checked, transformed program. Throws {@link PlanError} (one line, naming the let)
+     * for what it cannot plan: a remaining {@code handle}, a fn result, an unchecked program; and the
+     * interpreter's EvalError for @device values and dtypes the host does not run.
+     */
+    public static Plan compile(Program checkedTransformed) { return new Plan(Flatten.of(checkedTransformed)); }
+
+    /** The input names and types, in program order. */
+    public Map<String, TensorType> inputs() {
+        Map<String, TensorType> m = new LinkedHashMap<>();
+        ir.inputs.forEach((name, s) -> m.put(name, ir.slots.get(s).type()));
+        return m;
+    }
+
+    /** The output types, the result flattened (a tuple's elements in order). */
+    public List<TensorType> outputs() { return ir.outputs.stream().map(s -> ir.slots.get(s).type()).toList(); }
+
+    /** The number of scheduled steps (after folding and dead-step removal). */
+    public int steps() { return ops.size(); }
+
+    /** Bytes held by the arena (every run reuses them). */
+    public long arenaBytes() { return arenaBytes; }
+
+    /** Bytes the input and step slots would take without reuse (views and constants excluded). */
+    public long slotBytes() { return slotBytes; }
+
+    /** Buffers in the arena. */
+    public int arenaBuffers() { return arenaBuffers; }
+
+    /** Times every step by instruction kind from now on (see {@link #profileReport}). */
+    public synchronized void profile(boolean on) {
+        profile = on;
+        Arrays.fill(nanos, 0);
+    }
+
+    /**
+     * Runs the plan on {@code inputs} (by Input let name; each must have the declared type) and
+     * returns the flattened result, each a fresh Tensor. Errors are the interpreter's EvalErrors,
+     * located at the let.
+     */
+    public synchronized List<Tensor> run(Map<String, Tensor> inputs) {
+        if (kernels == null) materialize();
+        for (int s : inputSlots) {
+            Flatten.Slot sl = ir.slots.get(s);
+            Let let = ir.inputLets.get(s);
+            Tensor x = inputs.get(sl.name());
+            if (x == null) throw new EvalError("input: no payload supplied for " + sl.type()).at(let);
+            if (!x.type().equals(sl.type())) throw new EvalError("input: expected " + sl.type() + ", got " + x.type()).at(let);
+            Object b = slotBuf[s];
+            if (b == null) continue;
+            switch (b) {
+                case float[] f -> { double[] d = x.floats(); for (int i = 0; i < d.length; i++) f[i] = (float) d[i]; }
+                case double[] d -> System.arraycopy(x.floats(), 0, d, 0, x.size());
+                case long[] l -> System.arraycopy(x.ints(), 0, l, 0, x.size());
+                default -> throw new IllegalStateException("not a buffer");
+            }
+        }
+        for (int i = 0; i < kernels.length; i++) {
+            try {
+                if (profile) {
+                    long t0 = System.nanoTime();
+                    kernels[i].run();
+                    nanos[i] += System.nanoTime() - t0;
+                } else {
+                    kernels[i].run();
+                }
+            } catch (EvalError e) {
+                throw e.at(ops.get(i).step().let());
+            }
+        }
+        List<Tensor> out = new ArrayList<>(ir.outputs.size());
+        for (int o : ir.outputs) {
+            Flatten.Slot sl = ir.slots.get(o);
+            out.add(sl.origin() == Flatten.Origin.CONST ? ir.constants.get(o).tensor() : Lower.wrap(sl.type(), slotBuf[o]));
+        }
+        return out;
+    }
+
+    /** Time by instruction kind since {@link #profile}(true), largest first: one line per kind. */
+    public synchronized List<String> profileReport() {
+        Map<String, long[]> by = new LinkedHashMap<>();
+        long total = 0;
+        for (int i = 0; i < ops.size(); i++) {
+            Op op = ops.get(i);
+            String kind = op.step().instr().op() + (op.transA() || op.transB() ? "(T)" : "")
+                    + (Lower.isNative(op, ir.slots) ? "" : " [fallback]");
+            long[] acc = by.computeIfAbsent(kind, _ -> new long[2]);
+            acc[0] += nanos[i];
+            acc[1]++;
+            total += nanos[i];
+        }
+        List<Map.Entry<String, long[]>> es = new ArrayList<>(by.entrySet());
+        es.sort((a, b) -> Long.compare(b.getValue()[0], a.getValue()[0]));
+        List<String> lines = new ArrayList<>();
+        for (var e : es)
+            lines.add(String.format(Locale.ROOT, "%-28s %9.1f ms %5.1f%%  (%d steps)", e.getKey(), e.getValue()[0] / 1e6,
+                    total == 0 ? 0 : 100.0 * e.getValue()[0] / total, e.getValue()[1]));
+        return lines;
+    }
+
+    /** Which steps run a native kernel and which the generic fallback, by instruction kind. */
+    public Map<String, Boolean> nativeKinds() {
+        Map<String, Boolean> m = new LinkedHashMap<>();
+        for (Op op : ops) m.merge(op.step().instr().op() + ":" + ir.slots.get(op.step().out()).type().dtype(),
+                Lower.isNative(op, ir.slots), Boolean::logicalAnd);
+        return m;
+    }
+}

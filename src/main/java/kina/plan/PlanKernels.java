@@ -1,0 +1,390 @@
+package kina.plan;
+
+import java.util.Arrays;
+import kina.eval.Parallel;
+
+/**
+ * The plan's native kernels over raw buffers: F32 as {@code float[]}, F64 as {@code double[]},
+ * I64/I1 as {@code long[]}. Each computes exactly the bits of its {@link kina.eval.Kernels} twin:
+ * the same operations in the same order, with Java float arithmetic standing for "round each
+ * double operation to float" (a double holds the exact sum, difference, product or quotient of two
+ * floats closely enough that rounding it once to float is the float operation) and
+ * transcendentals as {@code (float) StrictMath.f((double) x)}.
+ *
+ * <p>Buffers come from the plan's arena and may be longer than the tensor: every kernel takes its
+ * element counts as arguments (never {@code array.length}) and writes every output element (stale
+ * values from an earlier run must not survive). Work is split over {@link Parallel} by independent
+ * outputs only (element ranges, rows, heads), never inside one output's reduction.
+ */
+final class PlanKernels {
+    private PlanKernels() {}
+
+    /** Elements per parallel chunk of an elementwise kernel. */
+    static final int CHUNK = 16_384;
+
+    /** Runs {@code body(from, to)} over [0, n) in chunks, in parallel when large. */
+    static void range(int n, int costPerElement, RangeBody body) {
+        int chunks = (n + CHUNK - 1) / CHUNK;
+        if (chunks <= 1) { body.run(0, n); return; }
+        Parallel.forEach(chunks, (long) n * costPerElement, c -> body.run(c * CHUNK, Math.min(n, (c + 1) * CHUNK)));
+    }
+
+    /** A range of independent outputs. */
+    interface RangeBody { void run(int from, int to); }
+
+    // ---- elementwise, F32 -----------------------------------------------------------------------
+
+    /** The unary elementwise instructions with a float-native loop. */
+    enum Unary { NEG, EXP, LOG, SQRT, RSQRT, TANH, SIGMOID, RECIPROCAL, SILU, RELU }
+
+    static float sigmoid(float v) { return 1f / (1f + (float) StrictMath.exp(-v)); }
+
+    /** y[i] = f(x[i]) for i in [from, to); as Kernels.neg/exp/log/sqrt/rsqrt/tanh/sigmoid/reciprocal/silu/relu. */
+    static void unary(Unary op, float[] x, float[] y, int from, int to) {
+        switch (op) {
+            case NEG -> { for (int i = from; i < to; i++) y[i] = -x[i]; }
+            case EXP -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.exp(x[i]); }
+            case LOG -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.log(x[i]); }
+            case SQRT -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.sqrt(x[i]); }
+            case RSQRT -> { for (int i = from; i < to; i++) y[i] = 1f / (float) StrictMath.sqrt(x[i]); }
+            case TANH -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.tanh(x[i]); }
+            case SIGMOID -> { for (int i = from; i < to; i++) y[i] = sigmoid(x[i]); }
+            case RECIPROCAL -> { for (int i = from; i < to; i++) y[i] = 1f / x[i]; }
+            case SILU -> { for (int i = from; i < to; i++) { float v = x[i]; y[i] = v * sigmoid(v); } }
+            case RELU -> { for (int i = from; i < to; i++) y[i] = Math.max(x[i], 0f); }
+        }
+    }
+
+    /** The binary elementwise instructions with a native loop. */
+    enum Binary { ADD, SUB, MUL, DIV, MAXIMUM, SWIGLU }
+
+    /** z[i] = a[i] op b[i] for i in [from, to); as Kernels.add/sub/mul/div/maximum/swiglu. */
+    static void binary(Binary op, float[] a, float[] b, float[] z, int from, int to) {
+        switch (op) {
+            case ADD -> { for (int i = from; i < to; i++) z[i] = a[i] + b[i]; }
+            case SUB -> { for (int i = from; i < to; i++) z[i] = a[i] - b[i]; }
+            case MUL -> { for (int i = from; i < to; i++) z[i] = a[i] * b[i]; }
+            case DIV -> { for (int i = from; i < to; i++) z[i] = a[i] / b[i]; }
+            case MAXIMUM -> { for (int i = from; i < to; i++) z[i] = Math.max(a[i], b[i]); }
+            case SWIGLU -> { for (int i = from; i < to; i++) { float g = a[i]; z[i] = (g * sigmoid(g)) * b[i]; } }
+        }
+    }
+
+    /** The F64 twin of {@link #binary} for add, sub, mul, div, maximum. */
+    static void binary(Binary op, double[] a, double[] b, double[] z, int from, int to) {
+        switch (op) {
+            case ADD -> { for (int i = from; i < to; i++) z[i] = a[i] + b[i]; }
+            case SUB -> { for (int i = from; i < to; i++) z[i] = a[i] - b[i]; }
+            case MUL -> { for (int i = from; i < to; i++) z[i] = a[i] * b[i]; }
+            case DIV -> { for (int i = from; i < to; i++) z[i] = a[i] / b[i]; }
+            case MAXIMUM -> { for (int i = from; i < to; i++) z[i] = Math.max(a[i], b[i]); }
+            case SWIGLU -> {
+                for (int i = from; i < to; i++) {
+                    double g = a[i];
+                    double s = 1.0 / (1.0 + StrictMath.exp(-g));
+                    z[i] = (g * s) * b[i];
+                }
+            }
+        }
+    }
+
+    // ---- data movement (any buffer kind) ---------------------------------------------------------
+
+    /**
+     * The source offset of every output row (row = all output axes but the last) of a strided
+     * view, out[o] = x[Σ o_i · stride_i]; the last axis then walks with stride[r − 1].
+     */
+    static int[] rowOffsets(long[] outDims, long[] stride) {
+        int r = outDims.length;
+        if (r == 0) return new int[] {0};
+        long rowsL = 1;
+        for (int i = 0; i < r - 1; i++) rowsL *= outDims[i];
+        int rows = (int) rowsL;
+        int[] off = new int[rows];
+        long[] o = new long[r - 1];
+        long at = 0;
+        for (int f = 0; f < rows; f++) {
+            off[f] = (int) at;
+            for (int i = r - 2; i >= 0; i--) {
+                if (++o[i] < outDims[i]) { at += stride[i]; break; }
+                at -= (o[i] - 1) * stride[i];
+                o[i] = 0;
+            }
+        }
+        return off;
+    }
+
+    /** out[row·w + j] = x[off[row] + j·s] (a copy: transpose, broadcast). */
+    static void strided(Object x, Object y, int[] off, int w, int s) {
+        switch (x) {
+            case float[] a -> {
+                float[] b = (float[]) y;
+                range(off.length, w, (f, t) -> {
+                    for (int row = f; row < t; row++) {
+                        int o = off[row], base = row * w;
+                        if (s == 1) System.arraycopy(a, o, b, base, w);
+                        else for (int j = 0; j < w; j++) b[base + j] = a[o + j * s];
+                    }
+                });
+            }
+            case double[] a -> {
+                double[] b = (double[]) y;
+                for (int row = 0; row < off.length; row++) {
+                    int o = off[row], base = row * w;
+                    for (int j = 0; j < w; j++) b[base + j] = a[o + j * s];
+                }
+            }
+            case long[] a -> {
+                long[] b = (long[]) y;
+                for (int row = 0; row < off.length; row++) {
+                    int o = off[row], base = row * w;
+                    for (int j = 0; j < w; j++) b[base + j] = a[o + j * s];
+                }
+            }
+            default -> throw new IllegalStateException("not a buffer: " + x);
+        }
+    }
+
+    // ---- reduction -----------------------------------------------------------------------------
+
+    /**
+     * As Kernels.sum: out[o, i] = x[o, 0, i], then out = out + x[o, c, i] in increasing c (each
+     * element's order unchanged; the loop runs c outside i for locality); c = 0 gives +0.0.
+     */
+    static void sum(float[] a, float[] y, int outer, int c, int inner) {
+        if (c == 0) { Arrays.fill(y, 0, outer * inner, 0f); return; }
+        if (inner == 1) {
+            range(outer, c, (f, t) -> {
+                for (int o = f; o < t; o++) {
+                    int base = o * c;
+                    float acc = a[base];
+                    for (int ci = 1; ci < c; ci++) acc += a[base + ci];
+                    y[o] = acc;
+                }
+            });
+            return;
+        }
+        for (int o = 0; o < outer; o++) {
+            int out = o * inner, in = o * c * inner;
+            System.arraycopy(a, in, y, out, inner);
+            for (int ci = 1; ci < c; ci++) {
+                int src = in + ci * inner;
+                for (int i = 0; i < inner; i++) y[out + i] += a[src + i];
+            }
+        }
+    }
+
+    /** The F64 twin of {@link #sum}. */
+    static void sum(double[] a, double[] y, int outer, int c, int inner) {
+        if (c == 0) { Arrays.fill(y, 0, outer * inner, 0d); return; }
+        for (int o = 0; o < outer; o++) {
+            int out = o * inner, in = o * c * inner;
+            System.arraycopy(a, in, y, out, inner);
+            for (int ci = 1; ci < c; ci++) {
+                int src = in + ci * inner;
+                for (int i = 0; i < inner; i++) y[out + i] += a[src + i];
+            }
+        }
+    }
+
+    // ---- fused row-wise --------------------------------------------------------------------------
+
+    /** As Kernels.logSoftmax / softmax along an axis (outer, c, inner). */
+    static void softmax(float[] a, float[] y, int outer, int c, int inner, boolean log) {
+        if (c == 0) return;
+        range(outer * inner, c * 4, (f, t) -> {
+            for (int oi = f; oi < t; oi++) {
+                int o = oi / inner, i = oi % inner, base = o * c * inner + i;
+                float m = a[base];
+                for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci * inner]);
+                float sum = 0;
+                for (int ci = 0; ci < c; ci++) {
+                    float e = (float) StrictMath.exp(a[base + ci * inner] - m);
+                    if (!log) y[base + ci * inner] = e;
+                    sum = ci == 0 ? e : sum + e;
+                }
+                if (log) {
+                    float l = (float) StrictMath.log(sum);
+                    for (int ci = 0; ci < c; ci++) y[base + ci * inner] = (a[base + ci * inner] - m) - l;
+                } else {
+                    for (int ci = 0; ci < c; ci++) y[base + ci * inner] = y[base + ci * inner] / sum;
+                }
+            }
+        });
+    }
+
+    /**
+     * As Kernels.rmsnorm over rows of width dd: u = x (+ residual); ss = Σ u² sequential;
+     * q = 1 / √(ss / dd + eps); y = u·q (·w). {@code w} and {@code res} may be null.
+     */
+    static void rmsnorm(float[] a, float[] w, float[] res, float[] y, int rows, int dd, float eps) {
+        range(rows, dd * 4, (f, t) -> {
+            float[] u = new float[dd];
+            for (int row = f; row < t; row++) {
+                int base = row * dd;
+                float ss = 0;
+                for (int c = 0; c < dd; c++) {
+                    float uc = res == null ? a[base + c] : a[base + c] + res[base + c];
+                    u[c] = uc;
+                    float sq = uc * uc;
+                    ss = c == 0 ? sq : ss + sq;
+                }
+                float q = 1f / (float) StrictMath.sqrt(ss / dd + eps);
+                for (int c = 0; c < dd; c++) {
+                    float v = u[c] * q;
+                    y[base + c] = w == null ? v : v * w[c];
+                }
+            }
+        });
+    }
+
+    /** As Kernels.rope: x batch·[t, w], tables [L, half]; heads of width hd rotate their first 2·half dims. */
+    static void rope(float[] a, float[] cs, float[] sn, float[] y, int batch, int t, int w, int heads, int hd, int half, int start) {
+        System.arraycopy(a, 0, y, 0, batch * t * w);
+        range(batch * t, w * 4, (f, to) -> {
+            for (int bt = f; bt < to; bt++) {
+                int row = bt % t, base = bt * w, tab = (start + row) * half;
+                for (int h = 0; h < heads; h++)
+                    for (int i = 0; i < half; i++) {
+                        int lo = base + h * hd + i, hi = lo + half;
+                        float c = cs[tab + i], sv = sn[tab + i], xa = a[lo], xb = a[hi];
+                        y[lo] = xa * c - xb * sv;
+                        y[hi] = xb * c + xa * sv;
+                    }
+            }
+        });
+    }
+
+    // ---- attention -------------------------------------------------------------------------------
+
+    /** The static geometry of an attention instruction. */
+    record Attn(int batch, int rows, int l, int hd, int heads, int kv, int start, int window, int chunk,
+                float alpha, float cap) {
+        int groups() { return heads / kv; }
+
+        long lo(int row) {
+            long last = (long) start + row;
+            return window > 0 ? Math.max(0, last - window + 1) : chunk > 0 ? last / chunk * chunk : 0;
+        }
+
+        int hi(int row) { return (int) Math.min((long) start + row, l - 1L); }
+    }
+
+    /** As Kernels.probsRow, in float; p[j] for j in [0, l) (0 outside [lo, hi]); returns the sink share. */
+    static float probsRow(Attn g, float[] q, int qOff, float[] k, int kBase, int kStride, int row, float sink,
+                          boolean hasSink, float[] p) {
+        Arrays.fill(p, 0, g.l(), 0f);
+        int hi = g.hi(row), hd = g.hd();
+        long lo = g.lo(row);
+        float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
+        boolean any = hasSink;
+        float alpha = g.alpha(), cap = g.cap();
+        for (long jl = lo; jl <= hi; jl++) {
+            int j = (int) jl, kOff = kBase + j * kStride;
+            float dot = 0;
+            for (int e = 0; e < hd; e++) {
+                float pr = q[qOff + e] * k[kOff + e];
+                dot = e == 0 ? pr : dot + pr;
+            }
+            float u = dot * alpha;
+            float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
+            p[j] = sc;
+            m = any ? Math.max(m, sc) : sc;
+            any = true;
+        }
+        if (!any) return 0f;
+        float es = hasSink ? (float) StrictMath.exp(sink - m) : 0f, z = es;
+        boolean first = !hasSink;
+        for (long jl = lo; jl <= hi; jl++) {
+            int j = (int) jl;
+            float e = (float) StrictMath.exp(p[j] - m);
+            p[j] = e;
+            z = first ? e : z + e;
+            first = false;
+        }
+        for (long jl = lo; jl <= hi; jl++) p[(int) jl] = p[(int) jl] / z;
+        return hasSink ? es / z : 0f;
+    }
+
+    /** As Kernels.attention: per (batch, head) in parallel, rows in order. */
+    static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y) {
+        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
+        Parallel.forEach(g.batch() * h, (long) g.batch() * h * rows * l * hd * 2, bh -> {
+            int bt = bh / h, hh = bh % h;
+            float[] p = new float[l];
+            for (int row = 0; row < rows; row++) {
+                int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / grp) * hd;
+                probsRow(g, qa, qOff, ka, kBase, kv * hd, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
+                Arrays.fill(y, qOff, qOff + hd, 0f);
+                boolean first = true;
+                long lo = g.lo(row);
+                int hi = g.hi(row);
+                for (long jl = lo; jl <= hi; jl++) {
+                    int j = (int) jl, vOff = kBase + j * kv * hd;
+                    float pj = p[j];
+                    if (first) for (int e = 0; e < hd; e++) y[qOff + e] = pj * va[vOff + e];
+                    else for (int e = 0; e < hd; e++) y[qOff + e] += pj * va[vOff + e];
+                    first = false;
+                }
+            }
+        });
+    }
+
+    /** As Kernels.attentionProbs: σ++[H, rows, l] probabilities, or σ++[H, rows, 1] sink shares. */
+    static void attentionProbs(Attn g, float[] qa, float[] ka, float[] sinks, boolean sinkColumn, float[] y) {
+        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
+        int width = sinkColumn ? 1 : l;
+        Parallel.forEach(g.batch() * h, (long) g.batch() * h * rows * l * hd, bh -> {
+            int bt = bh / h, hh = bh % h;
+            float[] p = new float[l];
+            for (int row = 0; row < rows; row++) {
+                int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / grp) * hd;
+                float ps = probsRow(g, qa, qOff, ka, kBase, kv * hd, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
+                int oOff = ((bt * h + hh) * rows + row) * width;
+                if (sinkColumn) y[oOff] = ps;
+                else System.arraycopy(p, 0, y, oOff, l);
+            }
+        });
+    }
+
+    // ---- indexing (indices checked by the caller) ---------------------------------------------------
+
+    /** True when idx[0, n) all lie in [0, bound). */
+    static boolean inRange(long[] idx, int n, long bound) {
+        for (int i = 0; i < n; i++) if (idx[i] < 0 || idx[i] >= bound) return false;
+        return true;
+    }
+
+    /** As Kernels.gather: y[i, :] = values[idx[i], :] (rows of width dd). */
+    static void gather(Object values, long[] idx, int n, int dd, Object y) {
+        for (int i = 0; i < n; i++) System.arraycopy(values, (int) idx[i] * dd, y, i * dd, dd);
+    }
+
+    /** As Kernels.takeAlongAxis: out[o, i] = values[o, idx[o, i], i]. */
+    static void takeAlongAxis(float[] v, long[] idx, float[] y, int outer, int c, int inner) {
+        for (int o = 0; o < outer; o++)
+            for (int i = 0; i < inner; i++) {
+                int f = o * inner + i;
+                y[f] = v[(int) ((o * (long) c + idx[f]) * inner + i)];
+            }
+    }
+
+    /** As Kernels.scatterAdd: out = +0.0, then out[idx[i], d] += u[i, d] in row-major order of i, then d. */
+    static void scatterAdd(float[] u, long[] idx, int n, int dd, float[] y, int size) {
+        Arrays.fill(y, 0, size, 0f);
+        for (int i = 0; i < n; i++) {
+            int row = (int) idx[i] * dd;
+            for (int d = 0; d < dd; d++) y[row + d] += u[i * dd + d];
+        }
+    }
+
+    /** As Kernels.scatterAlongAxis: out = +0.0, then out[o, idx[o, i], i] = u[o, i]. */
+    static void scatterAlongAxis(float[] u, long[] idx, float[] y, int outer, int c, int inner) {
+        Arrays.fill(y, 0, outer * c * inner, 0f);
+        for (int o = 0; o < outer; o++)
+            for (int i = 0; i < inner; i++) {
+                int f = o * inner + i;
+                y[(int) ((o * (long) c + idx[f]) * inner + i)] = u[f];
+            }
+    }
+}

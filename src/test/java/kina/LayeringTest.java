@@ -1,0 +1,49 @@
+package kina;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/** Data flows one way (DESIGN §8): each stage imports only the stages before it; nothing imports cli. */
+class LayeringTest {
+    static final Map<String, Set<String>> ALLOWED = Map.of(
+            "ir", Set.of(),
+            "syntax", Set.of("ir"),
+            "check", Set.of("ir"),
+            "ad", Set.of("ir", "check"),
+            "eval", Set.of("ir", "check", "ad"),
+            "plan", Set.of("ir", "check", "ad", "eval"),
+            "mlir", Set.of("ir", "check"),
+            "model", Set.of("ir", "syntax", "check", "ad", "eval", "plan"),
+            "cli", Set.of("ir", "syntax", "check", "ad", "eval", "plan", "mlir", "model"));
+
+    static final Pattern IMPORT = Pattern.compile("^import (?:static )?kina\\.([a-z]+)\\.", Pattern.MULTILINE);
+    static final Pattern QUALIFIED = Pattern.compile("\\bkina\\.([a-z]+)\\.[A-Z]");
+
+    @Test void eachStageImportsOnlyTheStagesBeforeIt() throws IOException {
+        Path root = Path.of("src/main/java/kina");
+        try (Stream<Path> files = Files.walk(root)) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".java")).toList()) {
+                String pkg = root.relativize(f).getName(0).toString();
+                assertThat(ALLOWED).as("a stage not in DESIGN §8: " + pkg).containsKey(pkg);
+                String src = Files.readString(f).replaceAll("(?s)/\\*.*?\\*/", "").replaceAll("//[^\n]*", "");
+                for (Pattern p : new Pattern[] {IMPORT, QUALIFIED}) {
+                    Matcher m = p.matcher(src);
+                    while (m.find()) {
+                        String used = m.group(1);
+                        if (used.equals(pkg)) continue;
+                        assertThat(ALLOWED.get(pkg)).as("%s uses kina.%s", root.relativize(f), used).contains(used);
+                    }
+                }
+            }
+        }
+    }
+}

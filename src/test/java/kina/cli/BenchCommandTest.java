@@ -1,0 +1,32 @@
+package kina.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** {@code kina bench}: exactly one parseable result line per engine, a profile on request, one-line errors. */
+class BenchCommandTest {
+    static final String LINE = "kina bench: config=tiny batch=1 threads=1 engine=%s steps=2 ms/step min=\\d+\\.\\d "
+            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+";
+
+    @Test void printsOneResultLinePerEngine() {
+        for (String engine : new String[] {"plan", "interpreter"}) {
+            CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--engine", engine);
+            assertThat(r.code()).as(r.err()).isZero();
+            assertThat(r.out().strip()).matches(LINE.formatted(engine));
+        }
+    }
+
+    @Test void profilesByInstructionKind() {
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--profile");
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out().lines().filter(l -> l.startsWith("kina bench:")).count()).isEqualTo(1);
+        assertThat(r.out()).contains("profile: matmul");
+    }
+
+    @Test void anUnknownEngineIsOneLine() {
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--engine", "gpu");
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).isEqualTo("error: --engine gpu: unknown (plan or interpreter)");
+    }
+}

@@ -1,0 +1,30 @@
+package kina.model;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** The trainer's two engines: 5 steps by the compiled plan and by the interpreter give the same loss bits. */
+class TrainerEngineTest {
+
+    static Trainer.Options options(Trainer.Engine engine) {
+        return new Trainer.Options(Config.byName("tiny"), 2, 5, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0), 3e-3, 2,
+                11, 2, null, 5, 1, 5, null, Progress.Mode.OFF, engine);
+    }
+
+    @Test void planAndInterpreterGiveTheSameLossBits() {
+        Trainer.Summary plan = new Trainer(options(Trainer.Engine.PLAN), TrainerTest.slice()).run(TrainerTest.QUIET);
+        Trainer.Summary interp = new Trainer(options(Trainer.Engine.INTERPRETER), TrainerTest.slice()).run(TrainerTest.QUIET);
+        assertThat(plan.trainCurve()).hasSize(5);
+        for (int i = 0; i < 5; i++)
+            assertThat(Double.doubleToRawLongBits(plan.trainCurve().get(i)[1])).as("loss of step %d", i + 1)
+                    .isEqualTo(Double.doubleToRawLongBits(interp.trainCurve().get(i)[1]));
+        assertThat(Double.doubleToRawLongBits(plan.valLoss())).isEqualTo(Double.doubleToRawLongBits(interp.valLoss()));
+    }
+
+    @Test void theDefaultEngineIsThePlan() {
+        Trainer.Options o = new Trainer.Options(Config.byName("tiny"), 2, 5, new Optimizer.Sgd(0, 0), 0.1, 1, 1, 1, null, 5, 1, 5,
+                null, Progress.Mode.OFF);
+        assertThat(o.engine()).isEqualTo(Trainer.Engine.PLAN);
+    }
+}
