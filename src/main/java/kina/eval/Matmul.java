@@ -40,6 +40,12 @@ public final class Matmul {
     static final int KC = 256, MC = 200;
     /** Below this many multiply-adds per batch element the scalar loop is used (no packing). */
     static final long SMALL = 16_384;
+    /**
+     * Below this many multiply-adds in all, one product runs on the calling thread: waking the
+     * pool's workers cost more than it saved on 2 cores (JMH, bench/RESULTS.md: tiny's shapes ran
+     * 2–3× slower on 2 threads than on 1).
+     */
+    static final long PARALLEL_MIN = 1L << 23;
     /** With at most this many column panels, non-transposed A is read in place, not packed (F32). */
     static final int DIRECT_PANELS = 8;
 
@@ -61,13 +67,16 @@ public final class Matmul {
         if (batch == 0 || m == 0 || n == 0) return;
         if (k == 0) { java.util.Arrays.fill(out, 0, batch * m * n, 0f); return; }
         if (!VECTOR || (long) m * k * n < SMALL) { smallF32(a, transA, b, transB, out, batch, m, k, n); return; }
-        Grid g = Grid.of(batch, m, n, MR, Vec.NRF);
-        Parallel.forEach(g.tasks(), (long) batch * m * k * n, t -> {
+        long work = (long) batch * m * k * n;
+        Grid g = Grid.of(batch, m, n, MR, Vec.NRF, work);
+        java.util.function.IntConsumer task = t -> {
             int bt = t / (g.mt() * g.nt()), r = t % (g.mt() * g.nt());
             int i0 = g.start(r / g.nt(), true), i1 = g.start(r / g.nt() + 1, true);
             int j0 = g.start(r % g.nt(), false), j1 = g.start(r % g.nt() + 1, false);
             if (i0 < i1 && j0 < j1) Vec.blockF32(a, transA, b, transB, out, bt, m, k, n, i0, i1, j0, j1, Vec.ScratchF.get());
-        });
+        };
+        if (work < PARALLEL_MIN) for (int t = 0; t < g.tasks(); t++) task.accept(t);
+        else Parallel.forEach(g.tasks(), work, task);
     }
 
     /** The F64 twin of {@link #sgemm}. */
@@ -75,13 +84,16 @@ public final class Matmul {
         if (batch == 0 || m == 0 || n == 0) return;
         if (k == 0) { java.util.Arrays.fill(out, 0, batch * m * n, 0d); return; }
         if (!VECTOR || (long) m * k * n < SMALL) { smallF64(a, transA, b, transB, out, batch, m, k, n); return; }
-        Grid g = Grid.of(batch, m, n, MR, Vec.NRD);
-        Parallel.forEach(g.tasks(), (long) batch * m * k * n, t -> {
+        long work = (long) batch * m * k * n;
+        Grid g = Grid.of(batch, m, n, MR, Vec.NRD, work);
+        java.util.function.IntConsumer task = t -> {
             int bt = t / (g.mt() * g.nt()), r = t % (g.mt() * g.nt());
             int i0 = g.start(r / g.nt(), true), i1 = g.start(r / g.nt() + 1, true);
             int j0 = g.start(r % g.nt(), false), j1 = g.start(r % g.nt() + 1, false);
             if (i0 < i1 && j0 < j1) Vec.blockF64(a, transA, b, transB, out, bt, m, k, n, i0, i1, j0, j1, Vec.ScratchD.get());
-        });
+        };
+        if (work < PARALLEL_MIN) for (int t = 0; t < g.tasks(); t++) task.accept(t);
+        else Parallel.forEach(g.tasks(), work, task);
     }
 
     /**
@@ -91,8 +103,8 @@ public final class Matmul {
      * so the packing repeated per block (B per row block, A per column block) is the smaller one.
      */
     record Grid(int batch, int m, int n, int mt, int nt, int mStep, int nStep) {
-        static Grid of(int batch, int m, int n, int mr, int nr) {
-            int threads = Parallel.threads();
+        static Grid of(int batch, int m, int n, int mr, int nr, long work) {
+            int threads = work < PARALLEL_MIN ? 1 : Parallel.threads();
             int mt = 1, nt = 1;
             if (threads > 1 && batch < threads) {
                 int need = (threads + batch - 1) / batch;
