@@ -2,7 +2,7 @@
 # kina's sgemm (JMH, bench/src/main/java/kina/bench/MatmulBench.java) against NumPy/OpenBLAS on the
 # shapes of bench/shapes.txt, 1 and 2 threads, the two run alternately; prints GFLOP/s and kina/OpenBLAS.
 #
-#   bench/matmul.sh                      # threads 1 and 2, one round (about 15 minutes)
+#   bench/matmul.sh                      # threads 1 and 2, one round (about 10 minutes)
 #   THREADS="1" ROUNDS=2 bench/matmul.sh # rounds alternate numpy, kina, numpy, kina, …
 #   QUICK=1 ONLY=sq256,small.up bench/matmul.sh
 #
