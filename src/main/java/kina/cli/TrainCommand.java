@@ -19,7 +19,7 @@ final class TrainCommand implements Callable<Integer> {
     String config;
     @Option(names = "--data", paramLabel = "FILE", description = "A UTF-8 text file (default: the embedded corpus).")
     Path data;
-    @Option(names = "--steps", description = "Optimizer steps (default: ${DEFAULT-VALUE}).", defaultValue = "800") int steps;
+    @Option(names = "--steps", description = "Optimizer steps (default: ${DEFAULT-VALUE}).", defaultValue = "2000") int steps;
     @Option(names = "--batch", description = "Sequences per step (default: ${DEFAULT-VALUE}).", defaultValue = "8") int batch;
     @Option(names = "--lr", description = "Peak learning rate (default: 3e-3 for adamw, 0.5 for sgd).") Double lr;
     @Option(names = "--warmup", description = "Linear warm-up steps (default: steps / 10, at most 100).") Integer warmup;
@@ -30,9 +30,9 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--seed", description = "Seed of the initial weights and the batches (default: ${DEFAULT-VALUE}).", defaultValue = "1") long seed;
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
     @Option(names = "--out", paramLabel = "DIR", description = "Checkpoints and the loss plot (default: ${DEFAULT-VALUE}).", defaultValue = "runs/latest") Path out;
-    @Option(names = "--eval-every", description = "Validate every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "50") int evalEvery;
+    @Option(names = "--eval-every", description = "Validate every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "100") int evalEvery;
     @Option(names = "--eval-batches", description = "Validation batches (default: ${DEFAULT-VALUE}).", defaultValue = "4") int evalBatches;
-    @Option(names = "--checkpoint-every", description = "Checkpoint every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "100") int checkpointEvery;
+    @Option(names = "--checkpoint-every", description = "Checkpoint every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "500") int checkpointEvery;
     @Option(names = "--resume", paramLabel = "DIR", description = "Continue from a checkpoint (a run directory or one of its step directories).") Path resume;
     @Option(names = "--engine", description = "plan (the compiled plan) or interpreter; the same bits (default: ${DEFAULT-VALUE}).", defaultValue = "plan") String engine;
     @Option(names = "--no-progress", description = "Plain log lines instead of a progress bar.") boolean noProgress;
