@@ -24,10 +24,13 @@ final class PlanKernels {
     /** Elements per parallel chunk of an elementwise kernel. */
     static final int CHUNK = 16_384;
 
+    /** Below this much work (elements × cost) a range stays on the calling thread: waking the pool costs more. */
+    static final long PARALLEL_MIN = 1L << 18;
+
     /** Runs {@code body(from, to)} over [0, n) in chunks, in parallel when large. */
     static void range(int n, int costPerElement, RangeBody body) {
         int chunks = (n + CHUNK - 1) / CHUNK;
-        if (chunks <= 1) { body.run(0, n); return; }
+        if (chunks <= 1 || (long) n * costPerElement < PARALLEL_MIN) { body.run(0, n); return; }
         Parallel.forEach(chunks, (long) n * costPerElement, c -> body.run(c * CHUNK, Math.min(n, (c + 1) * CHUNK)));
     }
 
@@ -195,6 +198,7 @@ final class PlanKernels {
     /** As Kernels.logSoftmax / softmax along an axis (outer, c, inner). */
     static void softmax(float[] a, float[] y, int outer, int c, int inner, boolean log) {
         if (c == 0) return;
+        if (inner == 1) { range(outer, c * 4, (f, t) -> softmaxRows(a, y, f, t, c, log)); return; }
         range(outer * inner, c * 4, (f, t) -> {
             for (int oi = f; oi < t; oi++) {
                 int o = oi / inner, i = oi % inner, base = o * c * inner + i;
@@ -214,6 +218,32 @@ final class PlanKernels {
                 }
             }
         });
+    }
+
+    /** {@link #softmax} of contiguous rows [from, to) of width c: the same steps, the last pass in vector lanes. */
+    static void softmaxRows(float[] a, float[] y, int from, int to, int c, boolean log) {
+        for (int row = from; row < to; row++) {
+            int base = row * c;
+            float m = a[base];
+            for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci]);
+            float sum = 0;
+            for (int ci = 0; ci < c; ci++) {
+                float e = (float) StrictMath.exp(a[base + ci] - m);
+                if (!log) y[base + ci] = e;
+                sum = ci == 0 ? e : sum + e;
+            }
+            int ci = 0;
+            if (log) {
+                float l = (float) StrictMath.log(sum);
+                for (; ci + LANES <= c; ci += LANES)
+                    FloatVector.fromArray(FS, a, base + ci).sub(m).sub(l).intoArray(y, base + ci);
+                for (; ci < c; ci++) y[base + ci] = (a[base + ci] - m) - l;
+            } else {
+                for (; ci + LANES <= c; ci += LANES)
+                    FloatVector.fromArray(FS, y, base + ci).div(sum).intoArray(y, base + ci);
+                for (; ci < c; ci++) y[base + ci] = y[base + ci] / sum;
+            }
+        }
     }
 
     /**
