@@ -41,7 +41,7 @@ for line in os.environ["RESULT_LINES"].splitlines():
 if not side["kina"] or not side["torch"]:
     sys.exit("compare.sh: missing results")
 agg = {s: (min(r[0] for r in v), statistics.median(r[1] for r in v), max(r[2] for r in v)) for s, v in side.items()}
-f = "{:>9.4f}" if max(agg["kina"][1], agg["torch"][1]) < 1 else "{:>9.1f}"
+f = "{:>9.4f}" if min(agg["kina"][1], agg["torch"][1]) < 1 else "{:>9.1f}"
 if config == "storylm0":
     batch = "1"
 print(f"config={config} batch={batch} threads={threads} steps={steps} rounds={rounds}")

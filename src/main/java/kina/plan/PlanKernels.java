@@ -335,6 +335,23 @@ final class PlanKernels {
         int lo = (int) g.lo(row);
         if (hd > 0 && lo <= hi) {
             int j = lo;
+            for (; j + 4 * LANES <= hi + 1; j += 4 * LANES) {  // four independent chains at once
+                float q0 = q[qOff];
+                FloatVector a0 = FloatVector.fromArray(FS, kt, j).mul(q0), a1 = FloatVector.fromArray(FS, kt, j + LANES).mul(q0),
+                        a2 = FloatVector.fromArray(FS, kt, j + 2 * LANES).mul(q0), a3 = FloatVector.fromArray(FS, kt, j + 3 * LANES).mul(q0);
+                for (int e = 1; e < hd; e++) {
+                    float qe = q[qOff + e];
+                    int r = e * l + j;
+                    a0 = a0.add(FloatVector.fromArray(FS, kt, r).mul(qe));
+                    a1 = a1.add(FloatVector.fromArray(FS, kt, r + LANES).mul(qe));
+                    a2 = a2.add(FloatVector.fromArray(FS, kt, r + 2 * LANES).mul(qe));
+                    a3 = a3.add(FloatVector.fromArray(FS, kt, r + 3 * LANES).mul(qe));
+                }
+                a0.intoArray(p, j);
+                a1.intoArray(p, j + LANES);
+                a2.intoArray(p, j + 2 * LANES);
+                a3.intoArray(p, j + 3 * LANES);
+            }
             for (; j + LANES <= hi + 1; j += LANES) {
                 FloatVector acc = FloatVector.fromArray(FS, kt, j).mul(q[qOff]);
                 for (int e = 1; e < hd; e++) acc = acc.add(FloatVector.fromArray(FS, kt, e * l + j).mul(q[qOff + e]));
@@ -388,6 +405,24 @@ final class PlanKernels {
                 int lo = (int) g.lo(row), hi = g.hi(row);
                 if (lo > hi) { Arrays.fill(y, qOff, qOff + hd, 0f); continue; }
                 int e = 0;
+                for (; e + 4 * LANES <= hd; e += 4 * LANES) {  // four independent chains at once
+                    int v0 = kBase + lo * vStride + e;
+                    float p0 = p[lo];
+                    FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(p0), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(p0),
+                            a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(p0), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(p0);
+                    for (int j = lo + 1; j <= hi; j++) {
+                        int vj = kBase + j * vStride + e;
+                        float pj = p[j];
+                        a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pj));
+                        a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pj));
+                        a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pj));
+                        a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pj));
+                    }
+                    a0.intoArray(y, qOff + e);
+                    a1.intoArray(y, qOff + e + LANES);
+                    a2.intoArray(y, qOff + e + 2 * LANES);
+                    a3.intoArray(y, qOff + e + 3 * LANES);
+                }
                 for (; e + LANES <= hd; e += LANES) {
                     FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[lo]);
                     for (int j = lo + 1; j <= hi; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[j]));
