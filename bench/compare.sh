@@ -41,10 +41,13 @@ for line in os.environ["RESULT_LINES"].splitlines():
 if not side["kina"] or not side["torch"]:
     sys.exit("compare.sh: missing results")
 agg = {s: (min(r[0] for r in v), statistics.median(r[1] for r in v), max(r[2] for r in v)) for s, v in side.items()}
+f = "{:>9.4f}" if min(agg["kina"][1], agg["torch"][1]) < 1 else "{:>9.1f}"
+if config == "storylm0":
+    batch = "1"
 print(f"config={config} batch={batch} threads={threads} steps={steps} rounds={rounds}")
 print(f"{'':<6} {'runs':>4} {'min':>9} {'median':>9} {'max':>9}  ms/step")
 for s in ("kina", "torch"):
-    print(f"{s:<6} {len(side[s]):>4} {agg[s][0]:>9.1f} {agg[s][1]:>9.1f} {agg[s][2]:>9.1f}")
+    print(f"{s:<6} {len(side[s]):>4} " + " ".join(f.format(x) for x in agg[s]))
 k, t = agg["kina"], agg["torch"]
-print(f"{'ratio':<6} {'':>4} {k[0] / t[0]:>9.2f} {k[1] / t[1]:>9.2f} {k[2] / t[2]:>9.2f}  kina/torch (>1: kina slower)")
+print(f"{'ratio':<6} {'':>4} {k[0] / t[0]:>9.3f} {k[1] / t[1]:>9.3f} {k[2] / t[2]:>9.3f}  kina/torch (>1: kina slower)")
 PY

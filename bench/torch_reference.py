@@ -97,16 +97,83 @@ def loss_fn(c, w, ids, targets, cos, sin, mask):
     return F.cross_entropy(logits, targets)
 
 
+# StoryLM-0 (kina.model.Config "storylm0"; DESIGN §9.1, examples/storylm0_train_step.kina)
+TOY = dict(vocab=8, d=4, heads=2, seq=4)
+TOY_LR, TOY_WARMUP = 0.1, 2000
+
+
+def toy_loss(c, w, ids, targets):
+    """The seeds' toy decoder: no norm, residual, MLP or RoPE; mask and scale are parameters."""
+    t, d, h = c["seq"], c["d"], c["heads"]
+    hd = d // h
+    x = F.embedding(ids, w["emb"])                                       # [1, T, D]
+    q, k, v = (torch.matmul(x, w[n].reshape(1, d, d)) for n in ("wq", "wk", "wv"))
+    qh, kh, vh = (z.reshape(1, t, h, hd).transpose(1, 2) for z in (q, k, v))
+    s = torch.matmul(qh, kh.transpose(2, 3))                             # [1, H, T, T]
+    p = torch.softmax(s * w["scale"].expand(1, h, t, t) + w["mask"].expand(1, h, t, t), dim=3)
+    m = torch.matmul(p, vh).transpose(1, 2).reshape(1, t, d)
+    logits = torch.matmul(torch.matmul(m, w["wo"].reshape(1, d, d)), w["lm_head"].reshape(1, d, c["vocab"]))
+    picked = torch.gather(torch.log_softmax(logits, dim=2), 2, targets.unsqueeze(2)).squeeze(2)
+    return (-picked).sum(dim=1, keepdim=True) * (1.0 / t)               # [1, 1]
+
+
+def toy_main(args):
+    """SGD (lr 0.1) on all 8 parameters of StoryLM-0, batch 1; as kina bench --config storylm0."""
+    c = TOY
+    v, d, t = c["vocab"], c["d"], c["seq"]
+    gen = torch.Generator().manual_seed(1)
+    w = {n: (0.3 * torch.randn(sh, generator=gen)) for n, sh in
+         (("emb", (v, d)), ("wq", (d, d)), ("wk", (d, d)), ("wv", (d, d)), ("wo", (d, d)), ("lm_head", (d, v)))}
+    w["mask"] = torch.triu(torch.full((t, t), -1e9), diagonal=1).reshape(1, 1, t, t)
+    w["scale"] = torch.full((1, 1, 1, 1), 1 / math.sqrt(d // c["heads"]))
+    for p in w.values():
+        p.requires_grad_(True)
+    params = list(w.values())
+    data = torch.Generator().manual_seed(42)
+    warmup = TOY_WARMUP if args.warmup is None else args.warmup
+    ms = []
+    for s in range(warmup + args.steps):
+        ids = torch.randint(0, v, (1, t), generator=data)
+        targets = torch.randint(0, v, (1, t), generator=data)
+        t0 = time.perf_counter()
+        loss = toy_loss(c, w, ids, targets)
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(TOY_LR * g)
+        t1 = time.perf_counter()
+        if s >= warmup:
+            ms.append((t1 - t0) * 1e3)
+    if not math.isfinite(loss.item()):
+        sys.exit(f"torch bench: loss {loss.item()}")
+    report(args, 1, t, ms)
+
+
+def report(args, batch, seq, ms):
+    srt = sorted(ms)
+    n = len(srt)
+    median = srt[n // 2] if n % 2 == 1 else (srt[n // 2 - 1] + srt[n // 2]) / 2
+    tokens = batch * seq / (median / 1000)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    f = (lambda x: f"{x:.4f}") if args.config == "storylm0" else (lambda x: f"{x:.1f}")
+    print(f"torch bench: config={args.config} batch={batch} threads={args.threads} steps={args.steps} "
+          f"ms/step min={f(srt[0])} median={f(median)} max={f(srt[-1])} tokens/s={tokens:.0f} peak_rss_mb={rss:.0f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="small", choices=sorted(CONFIGS))
+    ap.add_argument("--config", default="small", choices=sorted(CONFIGS) + ["storylm0"])
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 2; storylm0: 2000)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
+    if args.config == "storylm0":
+        return toy_main(args)
+    if args.warmup is None:
+        args.warmup = 2
     c = CONFIGS[args.config]
     gen = torch.Generator().manual_seed(1)
     params = {}
@@ -134,13 +201,7 @@ def main():
             sys.exit(f"torch bench: loss {loss.item()} at step {s + 1}")
         if s >= args.warmup:
             ms.append((t1 - t0) * 1e3)
-    srt = sorted(ms)
-    n = len(srt)
-    median = srt[n // 2] if n % 2 == 1 else (srt[n // 2 - 1] + srt[n // 2]) / 2
-    tokens = args.batch * c["seq"] / (median / 1000)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"torch bench: config={args.config} batch={args.batch} threads={args.threads} steps={args.steps} "
-          f"ms/step min={srt[0]:.1f} median={median:.1f} max={srt[-1]:.1f} tokens/s={tokens:.0f} peak_rss_mb={rss:.0f}")
+    report(args, args.batch, c["seq"], ms)
 
 
 if __name__ == "__main__":

@@ -31,16 +31,21 @@ public final class Bench {
         /** The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=… max=… tokens/s=…}. */
         public String line() {
             double tokensPerSecond = (double) batch * config.seq() / (medianMs / 1000);
-            return String.format(Locale.ROOT, "kina bench: config=%s batch=%d threads=%d engine=%s steps=%d ms/step min=%.1f median=%.1f max=%.1f tokens/s=%.0f",
-                    config.name(), batch, threads, engine.name().toLowerCase(Locale.ROOT), steps, minMs, medianMs, maxMs, tokensPerSecond);
+            return String.format(Locale.ROOT, "kina bench: config=%s batch=%d threads=%d engine=%s steps=%d ms/step min=%s median=%s max=%s tokens/s=%.0f",
+                    config.name(), batch, threads, engine.name().toLowerCase(Locale.ROOT), steps, ms(minMs, config.toy()), ms(medianMs, config.toy()), ms(maxMs, config.toy()), tokensPerSecond);
         }
     }
 
     public static final int WARMUP = 2;
+    /** Warm-up steps of the toy (storylm0) step: it takes microseconds, so the JIT needs many more. */
+    public static final int TOY_WARMUP = 2000;
+
+    /** Milliseconds with one decimal, or four for the toy (its step takes microseconds). */
+    static String ms(double v, boolean toy) { return String.format(Locale.ROOT, toy ? "%.4f" : "%.1f", v); }
 
     public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, boolean profile) {
-        if (c.toy()) throw new ConfigError(c.name(), "bench runs byte-level configs (tiny, small, medium or a JSON config)");
         if (steps < 1 || batch < 1) throw new kina.ir.KinaException(null, "--steps and --batch must be >= 1");
+        if (c.toy()) return runToy(c, steps, threads, engine, profile);
         Parallel.setThreads(threads);
         Optimizer.AdamW opt = new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
         Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
@@ -78,6 +83,56 @@ public final class Bench {
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? plan.profileReport() : new ArrayList<>();
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
+    }
+
+    /**
+     * The toy's SGD step (StoryLm.toyTrainStep, batch 1): token_ids and targets [1, T] random in
+     * [0, vocab), weights N(0, 0.3) rounded to float, mask 0 on and below the diagonal and -1e9 above,
+     * scale 1/√hd, lr 0.1; every step is fed the previous step's 10 updated parameters. {@link #TOY_WARMUP}
+     * warm-up steps, then {@code steps} timed ones.
+     */
+    static Result runToy(Config c, int steps, int threads, Trainer.Engine engine, boolean profile) {
+        Parallel.setThreads(threads);
+        Program p = Trainer.compile("<storylm0 train step>", StoryLm.toyTrainStep(c));
+        Plan plan = engine == Trainer.Engine.PLAN ? Plan.compile(p) : null;
+        int v = c.vocab(), d = c.dModel(), t = c.seq();
+        SplittableRandom init = new SplittableRandom(1);
+        String[] names = {"emb", "mask", "scale", "wq", "wk", "wv", "wo", "lm_head"};
+        long[][] shapes = {{v, d}, {1, 1, t, t}, {1, 1, 1, 1}, {d, d}, {d, d}, {d, d}, {d, d}, {d, v}};
+        Map<String, Tensor> w = new LinkedHashMap<>();
+        for (int k = 0; k < names.length; k++) {
+            int n = Math.toIntExact(new kina.ir.Shape(shapes[k]).vol());
+            double[] x = new double[n];
+            for (int i = 0; i < n; i++)
+                x[i] = switch (names[k]) {
+                    case "mask" -> i % t > i / t ? (double) (float) -1e9 : 0.0;
+                    case "scale" -> (double) (float) (1 / Math.sqrt(c.headDim()));
+                    default -> (double) (float) (0.3 * init.nextGaussian());
+                };
+            w.put(names[k], Tensor.ofFloats(TensorType.host(DType.F32, shapes[k]), x));
+        }
+        Tensor lr = Trainer.scalar((double) (float) 0.1);
+        SplittableRandom rng = new SplittableRandom(42);
+        double[] ms = new double[steps];
+        for (int s = 0; s < TOY_WARMUP + steps; s++) {
+            if (plan != null && profile && s == TOY_WARMUP) plan.profile(true);
+            Map<String, Tensor> in = new HashMap<>(w);
+            long[] ids = new long[t], tg = new long[t];
+            for (int i = 0; i < t; i++) { ids[i] = rng.nextInt(v); tg[i] = rng.nextInt(v); }
+            in.put("token_ids", Tensor.ofInts(TensorType.host(DType.I64, 1, t), ids));
+            in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, 1, t), tg));
+            in.put("lr", lr);
+            long t0 = System.nanoTime();
+            List<Tensor> out = plan != null ? plan.run(in) : Trainer.flatten(new Interpreter(in).run(p));
+            long t1 = System.nanoTime();
+            if (s >= TOY_WARMUP) ms[s - TOY_WARMUP] = (t1 - t0) / 1e6;
+            for (int k = 0; k < names.length; k++) w.put(names[k], out.get(k));
+        }
+        double[] sorted = ms.clone();
+        Arrays.sort(sorted);
+        double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
+        List<String> prof = plan != null && profile ? plan.profileReport() : new ArrayList<>();
+        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
     }
 
     /**

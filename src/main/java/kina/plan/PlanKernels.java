@@ -1,6 +1,8 @@
 package kina.plan;
 
 import java.util.Arrays;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
 import kina.eval.Parallel;
 
 /**
@@ -22,10 +24,13 @@ final class PlanKernels {
     /** Elements per parallel chunk of an elementwise kernel. */
     static final int CHUNK = 16_384;
 
+    /** Below this much work (elements × cost) a range stays on the calling thread: waking the pool costs more. */
+    static final long PARALLEL_MIN = 1L << 18;
+
     /** Runs {@code body(from, to)} over [0, n) in chunks, in parallel when large. */
     static void range(int n, int costPerElement, RangeBody body) {
         int chunks = (n + CHUNK - 1) / CHUNK;
-        if (chunks <= 1) { body.run(0, n); return; }
+        if (chunks <= 1 || (long) n * costPerElement < PARALLEL_MIN) { body.run(0, n); return; }
         Parallel.forEach(chunks, (long) n * costPerElement, c -> body.run(c * CHUNK, Math.min(n, (c + 1) * CHUNK)));
     }
 
@@ -123,6 +128,7 @@ final class PlanKernels {
                     for (int row = f; row < t; row++) {
                         int o = off[row], base = row * w;
                         if (s == 1) System.arraycopy(a, o, b, base, w);
+                        else if (s == 0) Arrays.fill(b, base, base + w, a[o]);
                         else for (int j = 0; j < w; j++) b[base + j] = a[o + j * s];
                     }
                 });
@@ -192,6 +198,7 @@ final class PlanKernels {
     /** As Kernels.logSoftmax / softmax along an axis (outer, c, inner). */
     static void softmax(float[] a, float[] y, int outer, int c, int inner, boolean log) {
         if (c == 0) return;
+        if (inner == 1) { range(outer, c * 4, (f, t) -> softmaxRows(a, y, f, t, c, log)); return; }
         range(outer * inner, c * 4, (f, t) -> {
             for (int oi = f; oi < t; oi++) {
                 int o = oi / inner, i = oi % inner, base = o * c * inner + i;
@@ -211,6 +218,32 @@ final class PlanKernels {
                 }
             }
         });
+    }
+
+    /** {@link #softmax} of contiguous rows [from, to) of width c: the same steps, the last pass in vector lanes. */
+    static void softmaxRows(float[] a, float[] y, int from, int to, int c, boolean log) {
+        for (int row = from; row < to; row++) {
+            int base = row * c;
+            float m = a[base];
+            for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci]);
+            float sum = 0;
+            for (int ci = 0; ci < c; ci++) {
+                float e = (float) StrictMath.exp(a[base + ci] - m);
+                if (!log) y[base + ci] = e;
+                sum = ci == 0 ? e : sum + e;
+            }
+            int ci = 0;
+            if (log) {
+                float l = (float) StrictMath.log(sum);
+                for (; ci + LANES <= c; ci += LANES)
+                    FloatVector.fromArray(FS, a, base + ci).sub(m).sub(l).intoArray(y, base + ci);
+                for (; ci < c; ci++) y[base + ci] = (a[base + ci] - m) - l;
+            } else {
+                for (; ci + LANES <= c; ci += LANES)
+                    FloatVector.fromArray(FS, y, base + ci).div(sum).intoArray(y, base + ci);
+                for (; ci < c; ci++) y[base + ci] = y[base + ci] / sum;
+            }
+        }
     }
 
     /**
@@ -270,23 +303,71 @@ final class PlanKernels {
         int hi(int row) { return (int) Math.min((long) start + row, l - 1L); }
     }
 
-    /** As Kernels.probsRow, in float; p[j] for j in [0, l) (0 outside [lo, hi]); returns the sink share. */
-    static float probsRow(Attn g, float[] q, int qOff, float[] k, int kBase, int kStride, int row, float sink,
-                          boolean hasSink, float[] p) {
-        Arrays.fill(p, 0, g.l(), 0f);
-        int hi = g.hi(row), hd = g.hd();
-        long lo = g.lo(row);
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final int LANES = FS.length();
+
+    /** Per-thread scratch of the attention kernels: [0] = p (l), [1] = kᵀ of one head (hd·l). */
+    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][0]);
+
+    private static float[][] scratch(int l, int hd) {
+        float[][] sc = SCRATCH.get();
+        if (sc[0].length < l) sc[0] = new float[l];
+        if (sc[1].length < l * hd) sc[1] = new float[l * hd];
+        return sc;
+    }
+
+    /** kt[e·l + j] = k[kBase + j·kStride + e]: one head's keys transposed, j in [0, l). */
+    static void transposeKeys(float[] k, int kBase, int kStride, int l, int hd, float[] kt) {
+        for (int j = 0; j < l; j++) {
+            int kOff = kBase + j * kStride;
+            for (int e = 0; e < hd; e++) kt[e * l + j] = k[kOff + e];
+        }
+    }
+
+    /**
+     * As Kernels.probsRow, in float, with the keys transposed ({@code kt} from {@link #transposeKeys}): the dot
+     * products of LANES consecutive keys run side by side in vector lanes, each still
+     * q[0]·k[0], then + q[e]·k[e] for e = 1, 2, … (lanewise mul and add round as the scalar ones).
+     */
+    static float probsRowT(Attn g, float[] q, int qOff, float[] kt, int row, float sink, boolean hasSink, float[] p) {
+        int l = g.l(), hi = g.hi(row), hd = g.hd();
+        Arrays.fill(p, 0, l, 0f);
+        int lo = (int) g.lo(row);
+        if (hd > 0 && lo <= hi) {
+            int j = lo;
+            for (; j + 4 * LANES <= hi + 1; j += 4 * LANES) {  // four independent chains at once
+                float q0 = q[qOff];
+                FloatVector a0 = FloatVector.fromArray(FS, kt, j).mul(q0), a1 = FloatVector.fromArray(FS, kt, j + LANES).mul(q0),
+                        a2 = FloatVector.fromArray(FS, kt, j + 2 * LANES).mul(q0), a3 = FloatVector.fromArray(FS, kt, j + 3 * LANES).mul(q0);
+                for (int e = 1; e < hd; e++) {
+                    float qe = q[qOff + e];
+                    int r = e * l + j;
+                    a0 = a0.add(FloatVector.fromArray(FS, kt, r).mul(qe));
+                    a1 = a1.add(FloatVector.fromArray(FS, kt, r + LANES).mul(qe));
+                    a2 = a2.add(FloatVector.fromArray(FS, kt, r + 2 * LANES).mul(qe));
+                    a3 = a3.add(FloatVector.fromArray(FS, kt, r + 3 * LANES).mul(qe));
+                }
+                a0.intoArray(p, j);
+                a1.intoArray(p, j + LANES);
+                a2.intoArray(p, j + 2 * LANES);
+                a3.intoArray(p, j + 3 * LANES);
+            }
+            for (; j + LANES <= hi + 1; j += LANES) {
+                FloatVector acc = FloatVector.fromArray(FS, kt, j).mul(q[qOff]);
+                for (int e = 1; e < hd; e++) acc = acc.add(FloatVector.fromArray(FS, kt, e * l + j).mul(q[qOff + e]));
+                acc.intoArray(p, j);
+            }
+            for (; j <= hi; j++) {
+                float dot = q[qOff] * kt[j];
+                for (int e = 1; e < hd; e++) dot = dot + q[qOff + e] * kt[e * l + j];
+                p[j] = dot;
+            }
+        }
         float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
         boolean any = hasSink;
         float alpha = g.alpha(), cap = g.cap();
-        for (long jl = lo; jl <= hi; jl++) {
-            int j = (int) jl, kOff = kBase + j * kStride;
-            float dot = 0;
-            for (int e = 0; e < hd; e++) {
-                float pr = q[qOff + e] * k[kOff + e];
-                dot = e == 0 ? pr : dot + pr;
-            }
-            float u = dot * alpha;
+        for (int j = lo; j <= hi; j++) {
+            float u = (hd > 0 ? p[j] : 0f) * alpha;
             float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
             p[j] = sc;
             m = any ? Math.max(m, sc) : sc;
@@ -295,36 +376,62 @@ final class PlanKernels {
         if (!any) return 0f;
         float es = hasSink ? (float) StrictMath.exp(sink - m) : 0f, z = es;
         boolean first = !hasSink;
-        for (long jl = lo; jl <= hi; jl++) {
-            int j = (int) jl;
+        for (int j = lo; j <= hi; j++) {
             float e = (float) StrictMath.exp(p[j] - m);
             p[j] = e;
             z = first ? e : z + e;
             first = false;
         }
-        for (long jl = lo; jl <= hi; jl++) p[(int) jl] = p[(int) jl] / z;
+        for (int j = lo; j <= hi; j++) p[j] = p[j] / z;
         return hasSink ? es / z : 0f;
     }
 
-    /** As Kernels.attention: per (batch, head) in parallel, rows in order. */
+    /**
+     * As Kernels.attention: per (batch, head) in parallel, rows in order; out[e] = p[lo]·v[lo, e],
+     * then + p[j]·v[j, e] for j = lo + 1 … hi (lanes over e).
+     */
     static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
+        int vStride = kv * hd;
         Parallel.forEach(g.batch() * h, (long) g.batch() * h * rows * l * hd * 2, bh -> {
             int bt = bh / h, hh = bh % h;
-            float[] p = new float[l];
+            float[][] sc = scratch(l, hd);
+            float[] p = sc[0], kt = sc[1];
+            int kBase = bt * l * kv * hd + (hh / grp) * hd;
+            transposeKeys(ka, kBase, vStride, l, hd, kt);
             for (int row = 0; row < rows; row++) {
-                int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / grp) * hd;
-                probsRow(g, qa, qOff, ka, kBase, kv * hd, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
-                Arrays.fill(y, qOff, qOff + hd, 0f);
-                boolean first = true;
-                long lo = g.lo(row);
-                int hi = g.hi(row);
-                for (long jl = lo; jl <= hi; jl++) {
-                    int j = (int) jl, vOff = kBase + j * kv * hd;
-                    float pj = p[j];
-                    if (first) for (int e = 0; e < hd; e++) y[qOff + e] = pj * va[vOff + e];
-                    else for (int e = 0; e < hd; e++) y[qOff + e] += pj * va[vOff + e];
-                    first = false;
+                int qOff = (bt * rows + row) * h * hd + hh * hd;
+                probsRowT(g, qa, qOff, kt, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
+                int lo = (int) g.lo(row), hi = g.hi(row);
+                if (lo > hi) { Arrays.fill(y, qOff, qOff + hd, 0f); continue; }
+                int e = 0;
+                for (; e + 4 * LANES <= hd; e += 4 * LANES) {  // four independent chains at once
+                    int v0 = kBase + lo * vStride + e;
+                    float p0 = p[lo];
+                    FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(p0), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(p0),
+                            a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(p0), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(p0);
+                    for (int j = lo + 1; j <= hi; j++) {
+                        int vj = kBase + j * vStride + e;
+                        float pj = p[j];
+                        a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pj));
+                        a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pj));
+                        a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pj));
+                        a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pj));
+                    }
+                    a0.intoArray(y, qOff + e);
+                    a1.intoArray(y, qOff + e + LANES);
+                    a2.intoArray(y, qOff + e + 2 * LANES);
+                    a3.intoArray(y, qOff + e + 3 * LANES);
+                }
+                for (; e + LANES <= hd; e += LANES) {
+                    FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[lo]);
+                    for (int j = lo + 1; j <= hi; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[j]));
+                    acc.intoArray(y, qOff + e);
+                }
+                for (; e < hd; e++) {
+                    float acc = p[lo] * va[kBase + lo * vStride + e];
+                    for (int j = lo + 1; j <= hi; j++) acc = acc + p[j] * va[kBase + j * vStride + e];
+                    y[qOff + e] = acc;
                 }
             }
         });
@@ -336,10 +443,13 @@ final class PlanKernels {
         int width = sinkColumn ? 1 : l;
         Parallel.forEach(g.batch() * h, (long) g.batch() * h * rows * l * hd, bh -> {
             int bt = bh / h, hh = bh % h;
-            float[] p = new float[l];
+            float[][] sc = scratch(l, hd);
+            float[] p = sc[0], kt = sc[1];
+            int kBase = bt * l * kv * hd + (hh / grp) * hd;
+            transposeKeys(ka, kBase, kv * hd, l, hd, kt);
             for (int row = 0; row < rows; row++) {
-                int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / grp) * hd;
-                float ps = probsRow(g, qa, qOff, ka, kBase, kv * hd, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
+                int qOff = (bt * rows + row) * h * hd + hh * hd;
+                float ps = probsRowT(g, qa, qOff, kt, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
                 int oOff = ((bt * h + hh) * rows + row) * width;
                 if (sinkColumn) y[oOff] = ps;
                 else System.arraycopy(p, 0, y, oOff, l);
