@@ -15,11 +15,11 @@ import kina.ir.Shape;
 import kina.ir.TensorType;
 
 /** A PyTorch reference fixture (scripts/reference_*.py): inputs, outputs, and the handle tuple. */
-record Fixture(String program, DType dtype, Map<String, Tensor> inputs, List<Named> outputs, List<Named> handle) {
+public record Fixture(String program, DType dtype, Map<String, Tensor> inputs, List<Named> outputs, List<Named> handle) {
 
-    record Named(String name, Tensor value) {}
+    public record Named(String name, Tensor value) {}
 
-    static Fixture load(String resource) {
+    public static Fixture load(String resource) {
         try (InputStream in = Fixture.class.getResourceAsStream("/fixtures/" + resource)) {
             if (in == null) throw new IllegalArgumentException("no fixture " + resource);
             JsonNode root = new ObjectMapper().readTree(in);
@@ -36,6 +36,13 @@ record Fixture(String program, DType dtype, Map<String, Tensor> inputs, List<Nam
         List<Named> out = new ArrayList<>();
         for (JsonNode n : arr) out.add(new Named(n.get("name").asText(), tensor(n)));
         return out;
+    }
+
+    /** The inputs with floating tensors retyped to {@code d} (F32 rounds each value). */
+    public Map<String, Tensor> inputsAs(DType d) {
+        Map<String, Tensor> m = new LinkedHashMap<>();
+        inputs.forEach((k, t) -> m.put(k, t.isFloating() ? Tensor.ofFloats(t.type().withDType(d), t.floats().clone()) : t));
+        return m;
     }
 
     static Tensor tensor(JsonNode n) {

@@ -95,7 +95,7 @@ class PlanTest {
     @ParameterizedTest(name = "{0} as {1}")
     @MethodSource("fixtures")
     void examplesEqualTheInterpreterBitForBit(String fixture, DType d) {
-        PlanFixture fx = PlanFixture.load(fixture);
+        kina.eval.Fixture fx = kina.eval.Fixture.load(fixture);
         Program p = transformed(fx.program(), source(fx.program(), d));
         Map<String, Tensor> in = fx.inputsAs(d);
         List<Tensor> want = interpret(p, in);
