@@ -54,8 +54,6 @@ final class RunCommand implements Callable<Integer> {
             throw new KinaException(null, "--cotangent-inputs works on the recorded gradient; drop --oracle");
         Program prog = oracle ? checked : TransformAd.transform(checked, cotangentInputs);
         Map<String, TensorType> declared = new LinkedHashMap<>(Inputs.declared(prog));
-        Interpreter probe = new Interpreter(Map.of(), new Oracle());
-        Value top = null;
         Rhs.Fn entry = null;
         if (prog.body().binding(prog.body().result()) != null
                 && prog.body().binding(prog.body().result()).rhs() instanceof Rhs.Fn fn) {

@@ -400,17 +400,32 @@ public final class Kernels {
             for (int i = 0; i < inner; i++) {
                 if (c == 0) continue;
                 int base = o * c * inner + i;
-                double m = a[base];
-                for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci * inner]);
-                double sum = 0;
-                for (int ci = 0; ci < c; ci++) {
-                    double e = round(d, StrictMath.exp(round(d, a[base + ci * inner] - m)));
-                    y[base + ci * inner] = e;
-                    sum = ci == 0 ? e : round(d, sum + e);
-                }
+                double m = rowMax(a, base, c, inner);
+                double sum = expSum(d, a, base, c, inner, m, y);
                 for (int ci = 0; ci < c; ci++) y[base + ci * inner] = round(d, y[base + ci * inner] / sum);
             }
         return make(x.type(), y);
+    }
+
+    /** max of a row along an axis (c elements, stride inner): sequential Math.max from the first. */
+    private static double rowMax(double[] a, int base, int c, int inner) {
+        double m = a[base];
+        for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci * inner]);
+        return m;
+    }
+
+    /**
+     * Σ e_i with e_i = r(exp(r(x_i − m))), sequential from the first; each e_i is stored in
+     * {@code e} (same positions) when it is not null. Shared by softmax and log_softmax.
+     */
+    private static double expSum(DType d, double[] a, int base, int c, int inner, double m, double[] e) {
+        double sum = 0;
+        for (int ci = 0; ci < c; ci++) {
+            double ei = round(d, StrictMath.exp(round(d, a[base + ci * inner] - m)));
+            if (e != null) e[base + ci * inner] = ei;
+            sum = ci == 0 ? ei : round(d, sum + ei);
+        }
+        return sum;
     }
 
     /**
@@ -428,14 +443,8 @@ public final class Kernels {
             for (int i = 0; i < inner; i++) {
                 if (c == 0) continue;
                 int base = o * c * inner + i;
-                double m = a[base];
-                for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci * inner]);
-                double sum = 0;
-                for (int ci = 0; ci < c; ci++) {
-                    double e = round(d, StrictMath.exp(round(d, a[base + ci * inner] - m)));
-                    sum = ci == 0 ? e : round(d, sum + e);
-                }
-                double l = round(d, StrictMath.log(sum));
+                double m = rowMax(a, base, c, inner);
+                double l = round(d, StrictMath.log(expSum(d, a, base, c, inner, m, null)));
                 for (int ci = 0; ci < c; ci++) y[base + ci * inner] = round(d, round(d, a[base + ci * inner] - m) - l);
             }
         return make(x.type(), y);

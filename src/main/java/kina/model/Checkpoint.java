@@ -179,14 +179,7 @@ public final class Checkpoint {
     }
 
     private static Map<String, Tensor> readChecked(Path file, JsonNode state, String key) {
-        byte[] b;
-        try {
-            b = Files.readAllBytes(file);
-        } catch (NoSuchFileException e) {
-            throw new CheckpointError(file, "file not found");
-        } catch (IOException e) {
-            throw new CheckpointError(file, "cannot read: " + e.getMessage(), e);
-        }
+        byte[] b = SafeTensors.bytes(file);
         Map<String, Tensor> tensors = SafeTensors.decode(file, b).tensors();
         String want = text(state, key);
         if (want != null && !want.equals(sha256(b)))

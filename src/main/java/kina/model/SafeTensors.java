@@ -51,9 +51,13 @@ public final class SafeTensors {
 
     /** Reads {@code file}; CheckpointError (one line) when it is missing or not a good safetensors file. */
     public static Contents read(Path file) {
-        byte[] b;
+        return decode(file, bytes(file));
+    }
+
+    /** The bytes of {@code file}; CheckpointError (one line) when it is missing, unreadable or too large. */
+    static byte[] bytes(Path file) {
         try {
-            b = Files.readAllBytes(file);
+            return Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             throw new CheckpointError(file, "file not found");
         } catch (IOException e) {
@@ -61,7 +65,6 @@ public final class SafeTensors {
         } catch (OutOfMemoryError e) {
             throw new CheckpointError(file, "too large to read");
         }
-        return decode(file, b);
     }
 
     /** The file's bytes. */
