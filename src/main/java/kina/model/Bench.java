@@ -28,15 +28,41 @@ public final class Bench {
     /** The timings of one bench run; {@code profile} is empty unless asked for (plan engine only). */
     public record Result(Config config, int batch, int threads, Trainer.Engine engine, int steps, double minMs, double medianMs,
                          double maxMs, List<String> profile) {
-        /** The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=… max=… tokens/s=…}. */
+        /**
+         * The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=…
+         * max=… tokens/s=… peak_rss_mb=…}; the last field (the process's peak resident set, as bench/torch_reference.py
+         * prints it) only where /proc/self/status tells it.
+         */
         public String line() {
             double tokensPerSecond = (double) batch * config.seq() / (medianMs / 1000);
+            long rssKb = peakRssKb();
             return String.format(Locale.ROOT, "kina bench: config=%s batch=%d threads=%d engine=%s steps=%d ms/step min=%s median=%s max=%s tokens/s=%.0f",
-                    config.name(), batch, threads, engine.name().toLowerCase(Locale.ROOT), steps, ms(minMs, config.toy()), ms(medianMs, config.toy()), ms(maxMs, config.toy()), tokensPerSecond);
+                    config.name(), batch, threads, engine.name().toLowerCase(Locale.ROOT), steps, ms(minMs, config.toy()), ms(medianMs, config.toy()), ms(maxMs, config.toy()), tokensPerSecond)
+                    + (rssKb > 0 ? String.format(Locale.ROOT, " peak_rss_mb=%.0f", rssKb / 1024.0) : "");
         }
     }
 
+    /** The process's peak resident set in KiB (VmHWM of /proc/self/status), or -1 where there is none (not Linux). */
+    static long peakRssKb() {
+        try {
+            for (String l : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/status")))
+                if (l.startsWith("VmHWM:")) return Long.parseLong(l.replaceAll("[^0-9]", ""));
+        } catch (java.io.IOException | RuntimeException e) {
+            return -1;       // no procfs: the field is left out
+        }
+        return -1;
+    }
+
     public static final int WARMUP = 2;
+
+    /** The plan's profile lines after one line giving its arena (the step's reused buffers). */
+    static List<String> arenaFirst(Plan plan) {
+        List<String> lines = new ArrayList<>();
+        lines.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse)",
+                plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6));
+        lines.addAll(plan.profileReport());
+        return lines;
+    }
     /** Warm-up steps of the toy (storylm0) step: it takes microseconds, so the JIT needs many more. */
     public static final int TOY_WARMUP = 2000;
 
@@ -81,7 +107,7 @@ public final class Bench {
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
-        List<String> prof = plan != null && profile ? plan.profileReport() : new ArrayList<>();
+        List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
     }
 
@@ -131,7 +157,7 @@ public final class Bench {
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
-        List<String> prof = plan != null && profile ? plan.profileReport() : new ArrayList<>();
+        List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
         return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
     }
 

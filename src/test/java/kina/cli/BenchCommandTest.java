@@ -7,7 +7,7 @@ import org.junit.jupiter.api.Test;
 /** {@code kina bench}: exactly one parseable result line per engine, a profile on request, one-line errors. */
 class BenchCommandTest {
     static final String LINE = "kina bench: config=tiny batch=1 threads=1 engine=%s steps=2 ms/step min=\\d+\\.\\d "
-            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+";
+            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+( peak_rss_mb=\\d+)?";
 
     @Test void printsOneResultLinePerEngine() {
         for (String engine : new String[] {"plan", "interpreter"}) {
@@ -21,7 +21,7 @@ class BenchCommandTest {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--profile");
         assertThat(r.code()).as(r.err()).isZero();
         assertThat(r.out().lines().filter(l -> l.startsWith("kina bench:")).count()).isEqualTo(1);
-        assertThat(r.out()).contains("profile: matmul");
+        assertThat(r.out()).contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
     }
 
     @Test void anUnknownEngineIsOneLine() {
