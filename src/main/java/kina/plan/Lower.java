@@ -45,6 +45,7 @@ final class Lower {
     private int n(int slot) { return (int) type(slot).shape().vol(); }
 
     Runnable bind(Plan.Op op) {
+        if (op.group() != null) return Fusion.bind(op.group(), buf);
         if (!nativeKernel(op)) return fallback(op);
         Runnable r = nativeRunnable(op);
         return r;
@@ -52,6 +53,7 @@ final class Lower {
 
     /** Which (instruction, dtype) pairs have a native kernel. */
     private boolean nativeKernel(Plan.Op op) {
+        if (op.group() != null) return true;
         int[] a = op.args();
         return switch (op.step().instr()) {
             case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Reshape _ -> false;

@@ -24,15 +24,29 @@ import kina.ir.TensorType;
  * <p>Compilation: {@link Flatten} (calls inlined, tuples and reshapes resolved to slots, constants
  * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
  * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
- * transA/transB flags; liveness (the last reader of every storage) and a best-fit arena in which a
+ * transA/transB flags; chains of elementwise steps fused into single passes ({@link Fusion}: values
+ * read only inside a chain and scalar broadcasts feeding it get no buffer); liveness (the last
+ * reader of every storage) and a best-fit arena in which a
  * buffer is handed to a new value only after every reader of the old one has run.
  *
  * <p>{@link #run} is not reentrant (one arena): calls are serialised.
  */
 public final class Plan {
 
-    /** A scheduled step: its operands after folding, and whether operand 0 / 1 is read transposed. */
-    record Op(Flatten.Step step, int[] args, boolean transA, boolean transB) {}
+    /**
+     * A scheduled step: its operands after folding, and whether operand 0 / 1 is read transposed;
+     * or a fused elementwise pass ({@code group} non-null: args are its input slots, {@code step}
+     * its last member's, the values it writes are {@code group.outs()}).
+     */
+    record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group) {
+        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null); }
+
+        /** The slots this op writes. */
+        int[] outs() { return group == null ? new int[] {step.out()} : group.outs(); }
+
+        /** The step kind in reports. */
+        String kind() { return group == null ? step.instr().op() : "fused"; }
+    }
 
     private final Flatten ir;
     private final List<Op> ops;
@@ -40,16 +54,17 @@ public final class Plan {
     private Object[] slotBuf;
     private final Arena arena;
     private final int[] bufOf;
-    private final long arenaBytes, slotBytes;
+    private final long arenaBytes, slotBytes, peakLiveBytes;
     private final int arenaBuffers;
     private final List<Integer> inputSlots;
     private boolean profile;
     private final long[] nanos;
 
-    private Plan(Flatten ir) {
+    private Plan(Flatten ir, boolean fuse) {
         this.ir = ir;
         List<Flatten.Step> live = deadStepsDropped(ir);
-        this.ops = folded(live, ir);
+        List<Op> folded = folded(live, ir);
+        this.ops = fuse ? Fusion.fuse(folded, ir) : folded;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         // ---- liveness: def and last read of every storage (root slot) ----
         int nSlots = ir.slots.size(), n = ops.size();
@@ -59,8 +74,7 @@ public final class Plan {
         for (int s : inputSlots) { def[s] = -1; last[s] = -1; }
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
-            def[op.step().out()] = i;
-            last[op.step().out()] = Math.max(last[op.step().out()], i);
+            for (int o : op.outs()) { def[o] = i; last[o] = Math.max(last[o], i); }
             for (int a : op.args()) { int r = root(a); last[r] = Math.max(last[r], i); }
         }
         for (int o : ir.outputs) last[root(o)] = n;
@@ -73,17 +87,23 @@ public final class Plan {
         long slotSum = 0;
         for (Flatten.Slot sl : ir.slots)
             if (sl.origin() == Flatten.Origin.STEP || sl.origin() == Flatten.Origin.INPUT) slotSum += bytes(sl.type());
+        long liveNow = 0, peak = 0;
         for (int s : inputSlots) {                       // defined before step 0; an unread input needs no buffer
             if (last[s] < 0) continue;
             bufOf[s] = arena.take(ir.slots.get(s).type());
             dying.get(last[s]).add(s);
+            liveNow += bytes(ir.slots.get(s).type());
         }
         for (int i = 0; i < n; i++) {
-            int s = ops.get(i).step().out();
-            bufOf[s] = arena.take(ir.slots.get(s).type());   // never an operand's buffer: those are released after
-            dying.get(last[s]).add(s);
-            for (int d : dying.get(i)) arena.free.add(bufOf[d]);
+            for (int s : ops.get(i).outs()) {
+                bufOf[s] = arena.take(ir.slots.get(s).type());   // never an operand's buffer: those are released after
+                dying.get(last[s]).add(s);
+                liveNow += bytes(ir.slots.get(s).type());
+            }
+            peak = Math.max(peak, liveNow);
+            for (int d : dying.get(i)) { arena.free.add(bufOf[d]); liveNow -= bytes(ir.slots.get(d).type()); }
         }
+        this.peakLiveBytes = peak;
         this.arena = arena;
         this.bufOf = bufOf;
         this.arenaBytes = arena.bytes();
@@ -263,7 +283,10 @@ public final class Plan {
      * for what it cannot plan: a remaining {@code handle}, a fn result, an unchecked program; and the
      * interpreter's EvalError for @device values and dtypes the host does not run.
      */
-    public static Plan compile(Program checkedTransformed) { return new Plan(Flatten.of(checkedTransformed)); }
+    public static Plan compile(Program checkedTransformed) { return compile(checkedTransformed, true); }
+
+    /** {@link #compile}, with elementwise fusion ({@link Fusion}) on or off (off: for comparisons in tests). */
+    static Plan compile(Program checkedTransformed, boolean fuse) { return new Plan(Flatten.of(checkedTransformed), fuse); }
 
     /** The input names and types, in program order. */
     public Map<String, TensorType> inputs() {
@@ -275,14 +298,24 @@ public final class Plan {
     /** The output types, the result flattened (a tuple's elements in order). */
     public List<TensorType> outputs() { return ir.outputs.stream().map(s -> ir.slots.get(s).type()).toList(); }
 
-    /** The number of scheduled steps (after folding and dead-step removal). */
+    /** The number of scheduled steps (after folding, dead-step removal and fusion: a fused pass is one). */
     public int steps() { return ops.size(); }
+
+    /** The number of instruction steps that run inside fused elementwise passes. */
+    public int fusedSteps() {
+        int k = 0;
+        for (Op op : ops) if (op.group() != null) k += op.group().steps();
+        return k;
+    }
 
     /** Bytes held by the arena (every run reuses them). */
     public long arenaBytes() { return arenaBytes; }
 
     /** Bytes the input and step slots would take without reuse (views and constants excluded). */
     public long slotBytes() { return slotBytes; }
+
+    /** The most bytes live at once (the arena's lower bound: what no layout can go below). */
+    public long peakLiveBytes() { return peakLiveBytes; }
 
     /** Buffers in the arena. */
     public int arenaBuffers() { return arenaBuffers; }
@@ -342,7 +375,7 @@ public final class Plan {
         long total = 0;
         for (int i = 0; i < ops.size(); i++) {
             Op op = ops.get(i);
-            String kind = op.step().instr().op() + (op.transA() || op.transB() ? "(T)" : "")
+            String kind = op.kind() + (op.transA() || op.transB() ? "(T)" : "")
                     + (Lower.isNative(op, ir.slots) ? "" : " [fallback]");
             long[] acc = by.computeIfAbsent(kind, _ -> new long[2]);
             acc[0] += nanos[i];
@@ -361,7 +394,7 @@ public final class Plan {
     /** Which steps run a native kernel and which the generic fallback, by instruction kind. */
     public Map<String, Boolean> nativeKinds() {
         Map<String, Boolean> m = new LinkedHashMap<>();
-        for (Op op : ops) m.merge(op.step().instr().op() + ":" + ir.slots.get(op.step().out()).type().dtype(),
+        for (Op op : ops) m.merge(op.kind() + ":" + ir.slots.get(op.step().out()).type().dtype(),
                 Lower.isNative(op, ir.slots), Boolean::logicalAnd);
         return m;
     }

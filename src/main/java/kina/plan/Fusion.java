@@ -1,0 +1,389 @@
+package kina.plan;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Shape;
+import kina.ir.TensorType;
+
+/**
+ * Fuses chains of elementwise F32/F64 steps (neg, sqrt, add, sub, mul, div, maximum) into one
+ * pass over the elements: values read only inside a chain live in small scratch registers, never
+ * in arena buffers, and a {@code broadcast} read only by fused steps whose source is a scalar or
+ * a block of contiguous axes (e.g. {@code [.., 1]}) is not materialised: the pass reads its source
+ * in place (a scalar once, as a constant register).
+ *
+ * <p>Bits: each fused instruction is the very operation of the step it replaces (Java float or
+ * double arithmetic, lanewise add/sub/mul/div/sqrt/neg/max, all exact IEEE operations rounded once)
+ * on the same operands in the same order; nothing is reassociated or contracted.
+ *
+ * <p>Scheduling: a group runs where its last member ran. A step outside the group that reads a
+ * member's value closes the group first, so every outside reader runs after the group, and every
+ * value a member reads was computed before it.
+ */
+final class Fusion {
+    private Fusion() {}
+
+    /** Elements per inner chunk: a group's registers are this long (stays in L1). */
+    static final int CH = 256;
+
+    /** The fused instructions. */
+    enum Code { NEG, SQRT, ADD, SUB, MUL, DIV, MAX }
+
+    /** A broadcast read in place: element i of the output is {@code src[(i / inner) % mid]}. */
+    record Leaf(int src, int inner, int mid) {
+        boolean scalar() { return mid == 1; }
+    }
+
+    /**
+     * One fused pass over {@code n} elements of {@code dtype}. Locations: registers [0, regs),
+     * then the input slots (read at the chunk's offset), then the output slots (written there).
+     * {@code code[k] = {opcode, dst, a, b}} (b unused by unary ops); {@code leafReg[j]} holds
+     * {@code leaves[j]} (a scalar filled once per pass, else loaded per chunk).
+     */
+    record Group(DType dtype, int n, int steps, int regs, int[] inputs, int[] outs, Leaf[] leaves, int[] leafReg,
+                 int[][] code) {}
+
+    private static Code code(Instr ins) {
+        return switch (ins) {
+            case Instr.Neg _ -> Code.NEG;
+            case Instr.Sqrt _ -> Code.SQRT;
+            case Instr.Add _ -> Code.ADD;
+            case Instr.Sub _ -> Code.SUB;
+            case Instr.Mul _ -> Code.MUL;
+            case Instr.Div _ -> Code.DIV;
+            case Instr.Maximum _ -> Code.MAX;
+            case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Exp _, Instr.Log _, Instr.Rsqrt _, Instr.Tanh _,
+                 Instr.Sigmoid _, Instr.Reciprocal _, Instr.Silu _, Instr.Gelu _, Instr.Relu _, Instr.Softcap _,
+                 Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Greater _, Instr.Select _, Instr.Swiglu _,
+                 Instr.Matmul _, Instr.Reshape _, Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _,
+                 Instr.Softmax _, Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _,
+                 Instr.AttentionProbs _, Instr.TakeAlongAxis _, Instr.Gather _, Instr.SetRows _, Instr.ScatterAdd _,
+                 Instr.ScatterAlongAxis _ -> null;      // transcendentals keep their own kernels' bits
+        };
+    }
+
+    private static boolean floating(TensorType t) { return t.dtype() == DType.F32 || t.dtype() == DType.F64; }
+
+    /** The in-place reading of a broadcast, or null where its expanded axes are not outside one contiguous block. */
+    private static Leaf leaf(Flatten ir, int src, TensorType to) {
+        Shape s = ir.slots.get(src).type().shape(), t = to.shape();
+        int r = t.rank(), lo = -1, hi = -1;
+        for (int k = 0; k < r; k++) if (s.dim(k) == t.dim(k) && t.dim(k) > 1) { if (lo < 0) lo = k; hi = k + 1; }
+        if (lo < 0) return new Leaf(src, 1, 1);
+        for (int k = lo; k < hi; k++) if (s.dim(k) != t.dim(k)) return null;
+        long inner = 1, mid = 1;
+        for (int k = hi; k < r; k++) inner *= t.dim(k);
+        for (int k = lo; k < hi; k++) mid *= t.dim(k);
+        return new Leaf(src, (int) inner, (int) mid);
+    }
+
+    /** The schedule with elementwise chains fused (see the class comment); other steps unchanged. */
+    static List<Plan.Op> fuse(List<Plan.Op> ops, Flatten ir) {
+        int nSlots = ir.slots.size(), n = ops.size();
+        int[] producer = new int[nSlots];
+        Arrays.fill(producer, -1);
+        for (int i = 0; i < n; i++) producer[ops.get(i).step().out()] = i;
+        boolean[] output = new boolean[nSlots], viewed = new boolean[nSlots];
+        for (int o : ir.outputs) output[root(ir, o)] = true;
+        for (Flatten.Slot s : ir.slots) if (s.origin() == Flatten.Origin.VIEW) viewed[s.root()] = true;
+        // ---- broadcasts read in place: every reader fused, no view, not an output ----
+        Leaf[] leafOf = new Leaf[nSlots];
+        for (Plan.Op op : ops) {
+            int out = op.step().out();
+            if (op.step().instr() instanceof Instr.Broadcast && floating(ir.slots.get(out).type()) && !output[out] && !viewed[out])
+                leafOf[out] = leaf(ir, op.args()[0], ir.slots.get(out).type());
+        }
+        for (Plan.Op op : ops) if (!fusible(op, ir)) for (int a : op.args()) leafOf[a] = null;
+        // ---- groups: union-find over open groups, in schedule order ----
+        int[] groupOfOp = new int[n], parent = new int[n];
+        boolean[] open = new boolean[n];
+        Arrays.fill(groupOfOp, -1);
+        int groups = 0;
+        for (int i = 0; i < n; i++) {
+            Plan.Op op = ops.get(i);
+            if (leafOf[op.step().out()] != null) continue;
+            boolean fus = fusible(op, ir);
+            for (int a : op.args()) {                     // outside reads close the producer's group
+                boolean viaLeaf = leafOf[a] != null;
+                int p = producer[root(ir, viaLeaf ? leafOf[a].src() : a)];
+                if (p < 0 || groupOfOp[p] < 0) continue;
+                int g = find(parent, groupOfOp[p]);
+                if (open[g] && (!fus || viaLeaf)) open[g] = false;
+            }
+            if (!fus) continue;
+            int target = -1;
+            for (int a : op.args()) {
+                if (leafOf[a] != null) continue;
+                int p = producer[root(ir, a)];
+                if (p < 0 || groupOfOp[p] < 0) continue;
+                int g = find(parent, groupOfOp[p]);
+                if (!open[g] || g == target) continue;
+                if (target < 0) target = g;
+                else parent[g] = target;
+            }
+            if (target < 0) { target = groups++; parent[target] = target; open[target] = true; }
+            groupOfOp[i] = target;
+        }
+        // ---- members per group; a lone step with no in-place broadcast stays as it was ----
+        Map<Integer, List<Integer>> members = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) if (groupOfOp[i] >= 0) members.computeIfAbsent(find(parent, groupOfOp[i]), _ -> new ArrayList<>()).add(i);
+        int[] unit = new int[n];
+        for (int i = 0; i < n; i++) unit[i] = -1 - i;
+        for (var e : members.entrySet()) {
+            List<Integer> m = e.getValue();
+            boolean leafRead = false;
+            for (int i : m) for (int a : ops.get(i).args()) leafRead |= leafOf[a] != null;
+            if (m.size() > 1 || leafRead) for (int i : m) unit[i] = e.getKey();
+        }
+        // ---- values read outside their group ----
+        boolean[] outside = output.clone();
+        for (int i = 0; i < n; i++) {
+            if (leafOf[ops.get(i).step().out()] != null) continue;
+            for (int a : ops.get(i).args()) {
+                int r = root(ir, leafOf[a] != null ? leafOf[a].src() : a), p = producer[r];
+                if (p >= 0 && unit[p] != unit[i]) outside[r] = true;
+            }
+        }
+        // ---- the new schedule ----
+        List<Plan.Op> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Plan.Op op = ops.get(i);
+            if (leafOf[op.step().out()] != null) continue;
+            if (unit[i] < 0) { out.add(op); continue; }
+            List<Integer> m = members.get(unit[i]);
+            if (i == m.getLast()) out.add(compile(m, ops, ir, leafOf, outside));
+        }
+        return out;
+    }
+
+    private static boolean fusible(Plan.Op op, Flatten ir) {
+        return code(op.step().instr()) != null && floating(ir.slots.get(op.step().out()).type());
+    }
+
+    private static int root(Flatten ir, int slot) { return ir.slots.get(slot).root(); }
+
+    private static int find(int[] parent, int g) {
+        while (parent[g] != g) g = parent[g] = parent[parent[g]];
+        return g;
+    }
+
+    /** One group's instructions: registers reused once their last reader inside the group has run. */
+    private static Plan.Op compile(List<Integer> m, List<Plan.Op> ops, Flatten ir, Leaf[] leafOf, boolean[] outside) {
+        TensorType t = ir.slots.get(ops.get(m.getFirst()).step().out()).type();
+        Map<Integer, Integer> memberAt = new LinkedHashMap<>();          // root slot -> member position
+        for (int k = 0; k < m.size(); k++) memberAt.put(ops.get(m.get(k)).step().out(), k);
+        int[] lastUse = new int[m.size()];
+        List<Integer> inputs = new ArrayList<>(), outs = new ArrayList<>(), leafSlots = new ArrayList<>();
+        List<Leaf> leaves = new ArrayList<>();
+        for (int k = 0; k < m.size(); k++) {
+            Plan.Op op = ops.get(m.get(k));
+            if (outside[op.step().out()]) outs.add(op.step().out());
+            for (int a : op.args()) {
+                if (leafOf[a] != null) {
+                    if (!leafSlots.contains(a)) { leafSlots.add(a); leaves.add(leafOf[a]); }
+                    continue;
+                }
+                Integer at = memberAt.get(root(ir, a));
+                if (at != null) lastUse[at] = k;
+                else if (!inputs.contains(root(ir, a))) inputs.add(root(ir, a));
+            }
+        }
+        // registers: leaves first (never reused), then temporaries from a free list
+        int regs = leaves.size();
+        int[] leafReg = new int[leaves.size()];
+        for (int j = 0; j < leafReg.length; j++) leafReg[j] = j;
+        List<Integer> free = new ArrayList<>();
+        int[] loc = new int[m.size()];
+        int[][] code = new int[m.size()][];
+        for (int k = 0; k < m.size(); k++) {
+            Plan.Op op = ops.get(m.get(k));
+            int[] a = op.args();
+            int[] src = new int[2];
+            for (int j = 0; j < a.length; j++) {
+                int li = leafSlots.indexOf(a[j]);
+                Integer at = li >= 0 ? null : memberAt.get(root(ir, a[j]));
+                src[j] = li >= 0 ? leafReg[li] : at != null ? loc[at] : -1 - inputs.indexOf(root(ir, a[j]));
+            }
+            for (int j = 0; j < a.length; j++) {          // operands dying here free their registers first
+                Integer at = leafSlots.contains(a[j]) ? null : memberAt.get(root(ir, a[j]));
+                if (at != null && lastUse[at] == k && loc[at] >= 0 && !free.contains(loc[at])) free.add(loc[at]);
+            }
+            int o = op.step().out();
+            if (outside[o]) loc[k] = -1 - inputs.size() - outs.indexOf(o);
+            else loc[k] = free.isEmpty() ? regs++ : free.removeLast();
+            code[k] = new int[] {code(op.step().instr()).ordinal(), loc[k], src[0], a.length > 1 ? src[1] : src[0]};
+        }
+        // negative locations (-1 - j: input j, then outputs) become regs + j
+        for (int[] c : code) for (int j = 1; j < 4; j++) if (c[j] < 0) c[j] = regs - 1 - c[j];
+        int[] in = new int[inputs.size() + leaves.size()];
+        for (int j = 0; j < inputs.size(); j++) in[j] = inputs.get(j);
+        for (int j = 0; j < leaves.size(); j++) in[inputs.size() + j] = leaves.get(j).src();
+        Group g = new Group(t.dtype(), (int) t.shape().vol(), m.size(), regs,
+                inputs.stream().mapToInt(Integer::intValue).toArray(), outs.stream().mapToInt(Integer::intValue).toArray(),
+                leaves.toArray(Leaf[]::new), leafReg, code);
+        return new Plan.Op(ops.get(m.getLast()).step(), in, false, false, g);
+    }
+
+    // ---- the pass ------------------------------------------------------------------------------
+
+    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    private static final int FL = FS.length();
+    private static final Code[] CODES = Code.values();
+
+    /** The group's pass over {@code buf[slot]} (views share their root's buffer), split over element ranges. */
+    static Runnable bind(Group g, Object[] buf) {
+        int nIn = g.inputs().length, nOut = g.outs().length, nLeaf = g.leaves().length;
+        Object[] io = new Object[nIn + nOut], leafBuf = new Object[nLeaf];
+        for (int j = 0; j < nIn; j++) io[j] = buf[g.inputs()[j]];
+        for (int j = 0; j < nOut; j++) io[nIn + j] = buf[g.outs()[j]];
+        for (int j = 0; j < nLeaf; j++) leafBuf[j] = buf[g.leaves()[j].src()];
+        int n = g.n(), cost = Math.max(1, g.steps());
+        if (n == 0) return () -> { };
+        if (g.dtype() == DType.F32) return () -> PlanKernels.range(n, cost, (from, to) -> passF32(g, io, leafBuf, from, to));
+        return () -> PlanKernels.range(n, cost, (from, to) -> passF64(g, io, leafBuf, from, to));
+    }
+
+    private static void passF32(Group g, Object[] io, Object[] leafBuf, int from, int to) {
+        int regs = g.regs(), len = Math.min(CH, to - from);
+        float[][] arr = new float[regs + io.length][];
+        int[] off = new int[arr.length];
+        for (int r = 0; r < regs; r++) arr[r] = new float[len];
+        for (int j = 0; j < io.length; j++) arr[regs + j] = (float[]) io[j];
+        Leaf[] leaves = g.leaves();
+        for (int j = 0; j < leaves.length; j++) if (leaves[j].scalar()) Arrays.fill(arr[g.leafReg()[j]], ((float[]) leafBuf[j])[0]);
+        for (int c = from; c < to; c += CH) {
+            int l = Math.min(CH, to - c);
+            for (int j = regs; j < arr.length; j++) off[j] = c;
+            for (int j = 0; j < leaves.length; j++) {
+                Leaf lf = leaves[j];
+                if (lf.scalar()) continue;
+                float[] s = (float[]) leafBuf[j], d = arr[g.leafReg()[j]];
+                int inner = lf.inner(), mid = lf.mid();
+                for (int e = 0; e < l; ) {                   // runs of one source element, or of consecutive ones
+                    int q = (c + e) / inner, at = q % mid;
+                    if (inner > 1) {
+                        int end = Math.min(l, (q + 1) * inner - c);
+                        Arrays.fill(d, e, end, s[at]);
+                        e = end;
+                    } else {
+                        int k = Math.min(l - e, mid - at);
+                        System.arraycopy(s, at, d, e, k);
+                        e += k;
+                    }
+                }
+            }
+            for (int[] k : g.code()) {
+                float[] z = arr[k[1]], x = arr[k[2]], y = arr[k[3]];
+                int zo = off[k[1]], xo = off[k[2]], yo = off[k[3]];
+                switch (CODES[k[0]]) {
+                    case NEG -> neg(x, xo, z, zo, l);
+                    case SQRT -> sqrt(x, xo, z, zo, l);
+                    case ADD -> add(x, xo, y, yo, z, zo, l);
+                    case SUB -> sub(x, xo, y, yo, z, zo, l);
+                    case MUL -> mul(x, xo, y, yo, z, zo, l);
+                    case DIV -> div(x, xo, y, yo, z, zo, l);
+                    case MAX -> max(x, xo, y, yo, z, zo, l);
+                }
+            }
+        }
+    }
+
+    // Each: the vector loop over whole lanes, then the scalar tail with the same operation
+    // (as PlanKernels.unary/binary: float arithmetic, (float) StrictMath.sqrt, Math.max).
+
+    private static void neg(float[] x, int xo, float[] z, int zo, int l) {
+        int i = 0;
+        for (int ub = FS.loopBound(l); i < ub; i += FL) FloatVector.fromArray(FS, x, xo + i).neg().intoArray(z, zo + i);
+        for (; i < l; i++) z[zo + i] = -x[xo + i];
+    }
+
+    private static void sqrt(float[] x, int xo, float[] z, int zo, int l) {
+        int i = 0;
+        for (int ub = FS.loopBound(l); i < ub; i += FL) FloatVector.fromArray(FS, x, xo + i).lanewise(VectorOperators.SQRT).intoArray(z, zo + i);
+        for (; i < l; i++) z[zo + i] = (float) StrictMath.sqrt(x[xo + i]);
+    }
+
+    private static void add(float[] x, int xo, float[] y, int yo, float[] z, int zo, int l) {
+        int i = 0;
+        for (int ub = FS.loopBound(l); i < ub; i += FL) FloatVector.fromArray(FS, x, xo + i).add(FloatVector.fromArray(FS, y, yo + i)).intoArray(z, zo + i);
+        for (; i < l; i++) z[zo + i] = x[xo + i] + y[yo + i];
+    }
+
+    private static void sub(float[] x, int xo, float[] y, int yo, float[] z, int zo, int l) {
+        int i = 0;
+        for (int ub = FS.loopBound(l); i < ub; i += FL) FloatVector.fromArray(FS, x, xo + i).sub(FloatVector.fromArray(FS, y, yo + i)).intoArray(z, zo + i);
+        for (; i < l; i++) z[zo + i] = x[xo + i] - y[yo + i];
+    }
+
+    private static void mul(float[] x, int xo, float[] y, int yo, float[] z, int zo, int l) {
+        int i = 0;
+        for (int ub = FS.loopBound(l); i < ub; i += FL) FloatVector.fromArray(FS, x, xo + i).mul(FloatVector.fromArray(FS, y, yo + i)).intoArray(z, zo + i);
+        for (; i < l; i++) z[zo + i] = x[xo + i] * y[yo + i];
+    }
+
+    private static void div(float[] x, int xo, float[] y, int yo, float[] z, int zo, int l) {
+        int i = 0;
+        for (int ub = FS.loopBound(l); i < ub; i += FL) FloatVector.fromArray(FS, x, xo + i).div(FloatVector.fromArray(FS, y, yo + i)).intoArray(z, zo + i);
+        for (; i < l; i++) z[zo + i] = x[xo + i] / y[yo + i];
+    }
+
+    private static void max(float[] x, int xo, float[] y, int yo, float[] z, int zo, int l) {
+        int i = 0;
+        for (int ub = FS.loopBound(l); i < ub; i += FL) FloatVector.fromArray(FS, x, xo + i).max(FloatVector.fromArray(FS, y, yo + i)).intoArray(z, zo + i);
+        for (; i < l; i++) z[zo + i] = Math.max(x[xo + i], y[yo + i]);
+    }
+
+    /** The F64 twin of {@link #passF32}: double arithmetic, StrictMath.sqrt, Math.max, as Kernels. */
+    private static void passF64(Group g, Object[] io, Object[] leafBuf, int from, int to) {
+        int regs = g.regs(), len = Math.min(CH, to - from);
+        double[][] arr = new double[regs + io.length][];
+        int[] off = new int[arr.length];
+        for (int r = 0; r < regs; r++) arr[r] = new double[len];
+        for (int j = 0; j < io.length; j++) arr[regs + j] = (double[]) io[j];
+        Leaf[] leaves = g.leaves();
+        for (int j = 0; j < leaves.length; j++) if (leaves[j].scalar()) Arrays.fill(arr[g.leafReg()[j]], ((double[]) leafBuf[j])[0]);
+        for (int c = from; c < to; c += CH) {
+            int l = Math.min(CH, to - c);
+            for (int j = regs; j < arr.length; j++) off[j] = c;
+            for (int j = 0; j < leaves.length; j++) {
+                Leaf lf = leaves[j];
+                if (lf.scalar()) continue;
+                double[] s = (double[]) leafBuf[j], d = arr[g.leafReg()[j]];
+                int inner = lf.inner(), mid = lf.mid();
+                for (int e = 0; e < l; ) {                   // runs of one source element, or of consecutive ones
+                    int q = (c + e) / inner, at = q % mid;
+                    if (inner > 1) {
+                        int end = Math.min(l, (q + 1) * inner - c);
+                        Arrays.fill(d, e, end, s[at]);
+                        e = end;
+                    } else {
+                        int k = Math.min(l - e, mid - at);
+                        System.arraycopy(s, at, d, e, k);
+                        e += k;
+                    }
+                }
+            }
+            for (int[] k : g.code()) {
+                double[] z = arr[k[1]], x = arr[k[2]], y = arr[k[3]];
+                int zo = off[k[1]], xo = off[k[2]], yo = off[k[3]];
+                switch (CODES[k[0]]) {
+                    case NEG -> { for (int i = 0; i < l; i++) z[zo + i] = -x[xo + i]; }
+                    case SQRT -> { for (int i = 0; i < l; i++) z[zo + i] = StrictMath.sqrt(x[xo + i]); }
+                    case ADD -> { for (int i = 0; i < l; i++) z[zo + i] = x[xo + i] + y[yo + i]; }
+                    case SUB -> { for (int i = 0; i < l; i++) z[zo + i] = x[xo + i] - y[yo + i]; }
+                    case MUL -> { for (int i = 0; i < l; i++) z[zo + i] = x[xo + i] * y[yo + i]; }
+                    case DIV -> { for (int i = 0; i < l; i++) z[zo + i] = x[xo + i] / y[yo + i]; }
+                    case MAX -> { for (int i = 0; i < l; i++) z[zo + i] = Math.max(x[xo + i], y[yo + i]); }
+                }
+            }
+        }
+    }
+}

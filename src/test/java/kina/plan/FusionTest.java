@@ -1,0 +1,106 @@
+package kina.plan;
+
+import static kina.plan.PlanTest.assertBits;
+import static kina.plan.PlanTest.interpret;
+import static kina.plan.PlanTest.randomInputs;
+import static kina.plan.PlanTest.trainStep;
+import static kina.plan.PlanTest.transformed;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.Map;
+import kina.eval.Parallel;
+import kina.eval.Tensor;
+import kina.ir.DType;
+import kina.ir.Program;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Elementwise fusion: the fused plan equals the interpreter bit for bit, and really fuses. */
+class FusionTest {
+
+    @AfterAll static void restoreThreads() { Parallel.setThreads(Runtime.getRuntime().availableProcessors()); }
+
+    /**
+     * A chain with several outputs (u, v, the reshaped w), a value read inside and outside (t, by a
+     * sum that closes the group; q then reads t and w from their buffers), broadcasts of a scalar,
+     * of a [64, 1] column and of a [1, 1024] row, and every fused instruction.
+     */
+    static final String CHAIN = """
+            let x = tensor<F32, [64, 1024], @host> in
+            let y = tensor<F32, [64, 1024], @host> in
+            let s = tensor<F32, [1, 1], @host> in
+            let r = tensor<F32, [64, 1], @host> in
+            let b = tensor<F32, [1, 1024], @host> in
+            let t = x * s.broadcast([64, 1024]) in
+            let u = t + y * b.broadcast([64, 1024]) in
+            let v = (u * u).sqrt() - r.broadcast([64, 1024]) in
+            let w = -(v / (t.maximum(y) + s.broadcast([64, 1024]))) in
+            let ts = t.sum(axis=1, keepdims=true) in
+            let q = w * t - ts.broadcast([64, 1024]) in
+            let z = w.reshape([65536]) in
+            (u, z, ts, v, q, (x - y).sqrt())
+            """;
+
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "F64"})
+    void aFusedChainEqualsTheInterpreterBitForBit(DType d) {
+        Program p = transformed("chain", d == DType.F64 ? CHAIN.replace("F32", "F64") : CHAIN);
+        Plan fused = Plan.compile(p), plain = Plan.compile(p, false);
+        assertThat(fused.fusedSteps()).isGreaterThanOrEqualTo(10);
+        assertThat(fused.steps()).isLessThan(plain.steps());
+        assertThat(fused.arenaBytes()).isLessThan(plain.arenaBytes());
+        for (int threads : new int[] {1, 2}) {
+            Parallel.setThreads(threads);
+            for (int run = 0; run < 3; run++) {
+                Map<String, Tensor> in = randomInputs(fused, 10 * threads + run, 4);
+                List<Tensor> want = interpret(p, in);
+                assertBits(fused.run(in), want, d + " fused, threads " + threads + " run " + run);
+                assertBits(plain.run(in), want, d + " unfused, threads " + threads + " run " + run);
+            }
+        }
+    }
+
+    @Test void aLoneStepWithoutBroadcastsIsNotFused() {
+        Program p = transformed("one", """
+                let x = tensor<F32, [3], @host> in
+                let y = tensor<F32, [3], @host> in
+                (x + y).exp()
+                """);
+        Plan plan = Plan.compile(p);
+        assertThat(plan.fusedSteps()).isZero();
+        assertThat(plan.steps()).isEqualTo(2);
+    }
+
+    @Test void aScalarBroadcastReadElsewhereIsStillMaterialised() {
+        Program p = transformed("b", """
+                let x = tensor<F32, [2, 3], @host> in
+                let s = tensor<F32, [1, 1], @host> in
+                let sb = s.broadcast([2, 3]) in
+                let y = x * sb + x in
+                (y, sb.exp())
+                """);
+        Plan plan = Plan.compile(p);
+        assertThat(plan.fusedSteps()).isEqualTo(2);
+        assertThat(plan.steps()).isEqualTo(3);                  // broadcast, exp, the fused mul+add
+        Map<String, Tensor> in = randomInputs(plan, 5, 4);
+        assertBits(plan.run(in), interpret(p, in), "materialised broadcast");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tiny", "small"})
+    void theTrainStepsOptimizerFuses(String config) {
+        Program p = trainStep(config);
+        Plan fused = Plan.compile(p), plain = Plan.compile(p, false);
+        System.out.printf("%s train step: unfused %d steps, arena %,d bytes (peak live %,d); fused %d steps"
+                        + " (%d steps in fused passes), arena %,d bytes (peak live %,d)%n", config, plain.steps(),
+                plain.arenaBytes(), plain.peakLiveBytes(), fused.steps(), fused.fusedSteps(), fused.arenaBytes(), fused.peakLiveBytes());
+        assertThat(fused.steps()).isLessThan(plain.steps() / 2);
+        assertThat(fused.peakLiveBytes()).isLessThan(plain.peakLiveBytes());
+        assertThat(fused.arenaBytes()).isLessThan(plain.arenaBytes() * 11 / 10);    // best fit: layouts vary a little
+        assertThat(fused.nativeKinds()).containsEntry("fused:F32", true);
+    }
+}
