@@ -14,7 +14,7 @@ import jdk.incubator.vector.VectorSpecies;
  * is defined as +0.0 (written explicitly).
  *
  * <p>The fast path is the GotoBLAS loop nest with a Vector API micro-kernel: K is walked in
- * blocks of {@link #KC} in increasing order; each block packs B's rows [pc, pc+kc) into panels
+ * blocks of at most {@link #KC} (equal sizes, F32) in increasing order; each block packs B's rows [pc, pc+kc) into panels
  * of NR columns and A's rows into panels of {@link #MR}, and the micro-kernel keeps an MR × NR
  * tile of accumulators in registers, one lanewise fma (exact per lane, as Math.fma) per p. Between
  * K blocks an accumulator is stored to {@code out} and reloaded unchanged, so each output's chain
@@ -22,10 +22,12 @@ import jdk.incubator.vector.VectorSpecies;
  * Transposed operands ({@code transA}: A stored [.., K, M]; {@code transB}: B stored [.., N, K])
  * are read in place by the packing, which moves values without arithmetic. Threads
  * ({@link Parallel}) take disjoint output blocks; padding lanes and rows (zeros) land in a scratch
- * tile and are never written to {@code out}. With few column panels (≤ {@link #DIRECT_PANELS}) a
- * plain A is read in place instead of packed (packing would cost about as much as the products);
- * that kernel continues chains from {@code out}, filled with −0.0 first. Small products take a
- * scalar loop with the same order.
+ * tile and are never written to {@code out}. With few column panels (≤ {@link #DIRECT_PANELS}) A is
+ * read in place instead of packed (packing would cost about as much as the products, F32): a plain
+ * A by rows (that kernel continues chains from {@code out}, filled with −0.0 first), a transposed A
+ * by its rows p, which already hold a panel's MR values side by side (attention's batched
+ * xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7× faster). Small products take a scalar loop
+ * with the same order.
  *
  * <p>Measured on a 2-core AMD EPYC (Zen 3, AVX2) in bench/RESULTS.md: the 5 × 2-vector tile is
  * the widest C2 kept in the 16 ymm registers (6 × 2 spilled), and the loop variable must be the
@@ -37,7 +39,7 @@ public final class Matmul {
     /** Rows of the register tile; its columns are two vectors (NR = 2 · lanes, in {@link Vec}). */
     static final int MR = 5;                 // packAF32/packAF64 spell out 5 rows
     /** Cache blocks: K block (B micro-panel kc × NR in L1) and M block (packed A, mc × kc, in L2). */
-    static final int KC = Integer.getInteger("kc", 256), MC = Integer.getInteger("mc", 200);
+    static final int KC = 256, MC = 200;
     /** Below this many multiply-adds per batch element the scalar loop is used (no packing). */
     static final long SMALL = 16_384;
     /**
@@ -46,9 +48,8 @@ public final class Matmul {
      * 2–3× slower on 2 threads than on 1).
      */
     static final long PARALLEL_MIN = 1L << 23;
-    /** With at most this many column panels, non-transposed A is read in place, not packed (F32). */
-    static final int DIRECT_PANELS = Integer.getInteger("dp", 8);
-    static final int COLS_PANELS = Integer.getInteger("cp", 8);
+    /** With at most this many column panels, A (plain or transposed) is read in place, not packed (F32). */
+    static final int DIRECT_PANELS = 8;
 
     /** Rows of the scalar path's block. */
     static final int ROWS = 4;
@@ -173,7 +174,7 @@ public final class Matmul {
             // Few column panels: packing plain A would cost about as much as the products, so it is
             // read in place; a transposed A is already laid out as MR-value columns (stride m), so
             // it is never packed. Only a ragged last row panel is packed then (at pa[0]).
-            AForm form = panels > (transA ? COLS_PANELS : DIRECT_PANELS) ? AForm.PACKED : transA ? AForm.COLS : AForm.ROWS;
+            AForm form = panels > DIRECT_PANELS ? AForm.PACKED : transA ? AForm.COLS : AForm.ROWS;
             if (s.b.length < panels * NRF * kcStep) s.b = new float[panels * NRF * kcStep];
             int aNeed = (form == AForm.PACKED ? mcStep : MR) * kcStep;
             if (s.a.length < aNeed) s.a = new float[aNeed];
