@@ -14,7 +14,7 @@ import jdk.incubator.vector.VectorSpecies;
  * is defined as +0.0 (written explicitly).
  *
  * <p>The fast path is the GotoBLAS loop nest with a Vector API micro-kernel: K is walked in
- * blocks of at most {@link #KC} (equal sizes, F32) in increasing order; each block packs B's rows [pc, pc+kc) into panels
+ * blocks of {@link #KC} in increasing order; each block packs B's rows [pc, pc+kc) into panels
  * of NR columns and A's rows into panels of {@link #MR}, and the micro-kernel keeps an MR × NR
  * tile of accumulators in registers, one lanewise fma (exact per lane, as Math.fma) per p. Between
  * K blocks an accumulator is stored to {@code out} and reloaded unchanged, so each output's chain
@@ -131,12 +131,6 @@ public final class Matmul {
         return roundUp((rows + blocks - 1) / blocks, MR);
     }
 
-    /** Depth per K block: at most {@link #KC}, balanced so no block is a short remainder. */
-    static int kcStep(int k) {
-        int blocks = (k + KC - 1) / KC;
-        return (k + blocks - 1) / blocks;
-    }
-
     /** The Vector API loop nest; loaded only when {@link #VECTOR}. */
     static final class Vec {
         private Vec() {}
@@ -170,7 +164,7 @@ public final class Matmul {
                              int i0, int i1, int j0, int j1, ScratchF s) {
             int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
             int cols = j1 - j0, panels = (cols + NRF - 1) / NRF;
-            int kcStep = kcStep(k), mcStep = mcStep(i1 - i0);
+            int kcStep = Math.min(KC, k), mcStep = mcStep(i1 - i0);
             // Few column panels: packing plain A would cost about as much as the products, so it is
             // read in place; a transposed A is already laid out as MR-value columns (stride m), so
             // it is never packed. Only a ragged last row panel is packed then (at pa[0]).
