@@ -22,10 +22,12 @@ import jdk.incubator.vector.VectorSpecies;
  * Transposed operands ({@code transA}: A stored [.., K, M]; {@code transB}: B stored [.., N, K])
  * are read in place by the packing, which moves values without arithmetic. Threads
  * ({@link Parallel}) take disjoint output blocks; padding lanes and rows (zeros) land in a scratch
- * tile and are never written to {@code out}. With few column panels (≤ {@link #DIRECT_PANELS}) a
- * plain A is read in place instead of packed (packing would cost about as much as the products);
- * that kernel continues chains from {@code out}, filled with −0.0 first. Small products take a
- * scalar loop with the same order.
+ * tile and are never written to {@code out}. With few column panels (≤ {@link #DIRECT_PANELS}) A is
+ * read in place instead of packed (packing would cost about as much as the products, F32): a plain
+ * A by rows (that kernel continues chains from {@code out}, filled with −0.0 first), a transposed A
+ * by its rows p, which already hold a panel's MR values side by side (attention's batched
+ * xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7× faster). Small products take a scalar loop
+ * with the same order.
  *
  * <p>Measured on a 2-core AMD EPYC (Zen 3, AVX2) in bench/RESULTS.md: the 5 × 2-vector tile is
  * the widest C2 kept in the 16 ymm registers (6 × 2 spilled), and the loop variable must be the
@@ -46,7 +48,7 @@ public final class Matmul {
      * 2–3× slower on 2 threads than on 1).
      */
     static final long PARALLEL_MIN = 1L << 23;
-    /** With at most this many column panels, non-transposed A is read in place, not packed (F32). */
+    /** With at most this many column panels, A (plain or transposed) is read in place, not packed (F32). */
     static final int DIRECT_PANELS = 8;
 
     /** Rows of the scalar path's block. */
@@ -140,54 +142,60 @@ public final class Matmul {
 
         // ---- F32 ----------------------------------------------------------------------------------
 
-        /** Per-thread packing buffers: A block [MC/MR][kc][MR], B block [panels][kc][NR], an edge tile. */
+        /** Per-thread packing buffers: A block [mc/MR][kc][MR], B block [panels][kc][NR], an edge tile. */
         static final class ScratchF {
-            float[] a = new float[(MC + MR) * KC], b = new float[0], tile = new float[MR * NRF];
+            float[] a = new float[0], b = new float[0], tile = new float[MR * NRF];
             private static final ThreadLocal<ScratchF> LOCAL = ThreadLocal.withInitial(ScratchF::new);
             static ScratchF get() { return LOCAL.get(); }
         }
 
+        /** How the micro-kernel reads A (F32). */
+        enum AForm {
+            /** Packed into MR-row panels ({@link #packAF32}). */
+            PACKED,
+            /** Plain A in place: the MR rows of a panel, each contiguous in p ({@link #kernelRowsF32}). */
+            ROWS,
+            /** transA in place: A's row p holds a panel's MR values for p contiguously ({@link #kernelColsF32}). */
+            COLS
+        }
+
         /** Output block rows [i0, i1) × columns [j0, j1) of batch element bt, K walked in blocks. */
         static void blockF32(float[] a, boolean transA, float[] b, boolean transB, float[] out, int bt, int m, int k, int n,
-                                     int i0, int i1, int j0, int j1, ScratchF s) {
+                             int i0, int i1, int j0, int j1, ScratchF s) {
             int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
             int cols = j1 - j0, panels = (cols + NRF - 1) / NRF;
-            int kcMax = Math.min(KC, k), mcStep = mcStep(i1 - i0);
-            if (s.b.length < panels * NRF * kcMax) s.b = new float[panels * NRF * kcMax];
+            int kcStep = Math.min(KC, k), mcStep = mcStep(i1 - i0);
+            // Few column panels: packing plain A would cost about as much as the products, so it is
+            // read in place; a transposed A is already laid out as MR-value columns (stride m), so
+            // it is never packed. Only a ragged last row panel is packed then (at pa[0]).
+            AForm form = panels > DIRECT_PANELS ? AForm.PACKED : transA ? AForm.COLS : AForm.ROWS;
+            if (s.b.length < panels * NRF * kcStep) s.b = new float[panels * NRF * kcStep];
+            int aNeed = (form == AForm.PACKED ? mcStep : MR) * kcStep;
+            if (s.a.length < aNeed) s.a = new float[aNeed];
             float[] pa = s.a, pb = s.b, tile = s.tile;
-            for (int pc = 0; pc < k; pc += KC) {
-                int kc = Math.min(KC, k - pc);
+            for (int pc = 0; pc < k; pc += kcStep) {
+                int kc = Math.min(kcStep, k - pc);
                 boolean load = pc > 0;
                 packBF32(b, transB, bBase, k, n, pc, kc, j0, j1, pb);
                 for (int ic = i0; ic < i1; ic += mcStep) {
                     int mc = Math.min(mcStep, i1 - ic), full = mc / MR * MR;
-                    // Few column panels: packing A would cost about as much as the products, so
-                    // the kernel reads A's rows in place (its tile starts from out, filled with
-                    // −0.0 before the first K block); only a ragged last panel is packed.
-                    boolean direct = !transA && panels <= DIRECT_PANELS;
-                    if (!direct) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
-                    else {
-                        if (full < mc) packAF32(a, false, aBase, m, k, ic + full, mc - full, pc, kc, pa);
-                        if (!load) for (int r = ic; r < ic + full; r++) java.util.Arrays.fill(out, oBase + r * n + j0, oBase + r * n + j1, -0.0f);
-                    }
+                    if (form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
+                    else if (full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
+                    if (form == AForm.ROWS && !load)
+                        for (int r = ic; r < ic + full; r++) java.util.Arrays.fill(out, oBase + r * n + j0, oBase + r * n + j1, -0.0f);
                     for (int jp = 0; jp < panels; jp++) {
                         int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
                         for (int ip = 0; ip * MR < mc; ip++) {
-                            int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i), ao = direct ? 0 : ip * kc * MR;
-                            if (direct && mr == MR) {
-                                if (nr == NRF) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, out, oBase + i * n + j, n);
-                                else {
-                                    for (int r = 0; r < MR; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
-                                    kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, tile, 0, NRF);
-                                    for (int r = 0; r < MR; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
-                                }
-                            } else if (mr == MR && nr == NRF) {
-                                kernelF32(pa, ao, pb, bo, kc, out, oBase + i * n + j, n, load);
-                            } else {
-                                if (load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
-                                kernelF32(pa, ao, pb, bo, kc, tile, 0, NRF, load);
-                                for (int r = 0; r < mr; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
-                            }
+                            int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i);
+                            // Edge tiles (padding rows or lanes) run on the scratch tile; only their real part reaches out.
+                            boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
+                            float[] c = edge ? tile : out;
+                            int co = edge ? 0 : oBase + i * n + j, ldc = edge ? NRF : n;
+                            if (edge && (load || rows)) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
+                            if (rows) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, c, co, ldc);
+                            else if (form == AForm.PACKED || mr < MR) kernelF32(pa, form == AForm.PACKED ? ip * kc * MR : 0, pb, bo, kc, c, co, ldc, load);
+                            else kernelColsF32(a, aBase + pc * m + i, m, pb, bo, kc, c, co, ldc, load);
+                            if (edge) for (int r = 0; r < mr; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
                         }
                     }
                 }
@@ -198,7 +206,11 @@ public final class Matmul {
         static void packAF32(float[] a, boolean transA, int aBase, int m, int k, int ic, int mc, int pc, int kc, float[] pa) {
             for (int ip = 0; ip * MR < mc; ip++) {
                 int base = ip * kc * MR, rows = Math.min(MR, mc - ip * MR), i = ic + ip * MR;
-                if (transA) {                                   // A stored [k, m]: rows of p are contiguous in i
+                if (transA && rows == MR) {                     // A stored [k, m]: the MR values of p are contiguous
+                    for (int dst = base, end = base + kc * MR, src = aBase + pc * m + i; dst < end; dst += MR, src += m) {
+                        pa[dst] = a[src]; pa[dst + 1] = a[src + 1]; pa[dst + 2] = a[src + 2]; pa[dst + 3] = a[src + 3]; pa[dst + 4] = a[src + 4];
+                    }
+                } else if (transA) {
                     for (int p = 0; p < kc; p++) {
                         int src = aBase + (pc + p) * m + i, dst = base + p * MR;
                         for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
@@ -243,7 +255,7 @@ public final class Matmul {
 
         /**
          * c[r·ldc + j] (r < MR, j < NR) continues its fma chain over p < kc: c = fma(A(r, p), B(p, j), c),
-         * from −0.0 when {@code !load}.
+         * from −0.0 when {@code !load}; A packed, A(r, p) = pa[ao + p·MR + r].
          */
         static void kernelF32(float[] pa, int ao, float[] pb, int bo, int kc, float[] c, int co, int ldc, boolean load) {
             FloatVector c00, c01, c10, c11, c20, c21, c30, c31, c40, c41;
@@ -281,8 +293,8 @@ public final class Matmul {
         }
 
         /**
-         * {@link #kernelF32} reading A in place, A(r, p) = a[ao + r·lda + p], and always continuing
-         * the chains stored in c (C2 compiled this form slower when the tile started from a constant).
+         * {@link #kernelF32} reading plain A in place, A(r, p) = a[ao + r·lda + p], and always continuing
+         * the chains stored in c (C2 compiled this form ~2× slower when the tile started from a constant).
          */
         static void kernelRowsF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc) {
             int o = co;
@@ -306,6 +318,46 @@ public final class Matmul {
                 c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
             }
             o = co;
+            c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
+            c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
+            c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
+            c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
+            c40.intoArray(c, o); c41.intoArray(c, o + FL);
+        }
+
+        /**
+         * {@link #kernelF32} reading a transposed A (stored [k, m]) in place: A(r, p) = a[ao + p·lda + r],
+         * the panel's MR values of p contiguous, so no packing is needed.
+         */
+        static void kernelColsF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc, boolean load) {
+            FloatVector c00, c01, c10, c11, c20, c21, c30, c31, c40, c41;
+            if (load) {
+                int o = co;
+                c00 = FloatVector.fromArray(FS, c, o); c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c10 = FloatVector.fromArray(FS, c, o); c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c20 = FloatVector.fromArray(FS, c, o); c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c30 = FloatVector.fromArray(FS, c, o); c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                c40 = FloatVector.fromArray(FS, c, o); c41 = FloatVector.fromArray(FS, c, o + FL);
+            } else {
+                FloatVector z = FloatVector.broadcast(FS, -0.0f);
+                c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z; c30 = z; c31 = z; c40 = z; c41 = z;
+            }
+            // bi (constant stride) is the counted loop variable; ai follows with the row stride.
+            int ai = ao;
+            for (int bi = bo, end = bo + kc * NRF; bi < end; bi += NRF, ai += lda) {
+                FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
+                FloatVector x = FloatVector.broadcast(FS, a[ai]);
+                c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
+                x = FloatVector.broadcast(FS, a[ai + 1]);
+                c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
+                x = FloatVector.broadcast(FS, a[ai + 2]);
+                c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
+                x = FloatVector.broadcast(FS, a[ai + 3]);
+                c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
+                x = FloatVector.broadcast(FS, a[ai + 4]);
+                c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
+            }
+            int o = co;
             c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
             c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
             c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;

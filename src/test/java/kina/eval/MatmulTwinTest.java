@@ -35,6 +35,20 @@ class MatmulTwinTest {
             for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
     }
 
+    /**
+     * The train step's shape kinds: transposed A read in place (few column panels, ragged last row
+     * panel, K over several balanced blocks) or packed (many panels), attention's batched small
+     * products, and products large enough to run on 2 threads.
+     */
+    @Test
+    void inPlaceAndPackedForms() {
+        SplittableRandom rng = new SplittableRandom(12);
+        int[][] shapes = {{4, 128, 128, 32}, {3, 128, 32, 128}, {1, 131, 600, 40}, {1, 33, 513, 129}, {1, 128, 1024, 344},
+            {1, 300, 700, 100}, {2, 64, 344, 171}};
+        for (int threads = 1; threads <= 2; threads++)
+            for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
+    }
+
     private static void check(SplittableRandom rng, int threads, int batch, int m, int k, int n) {
         try {
             Parallel.setThreads(threads);
