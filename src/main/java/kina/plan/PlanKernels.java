@@ -2,6 +2,8 @@ package kina.plan;
 
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import kina.eval.KinaMath;
 import kina.eval.Parallel;
@@ -250,12 +252,41 @@ final class PlanKernels {
         });
     }
 
+    /**
+     * The sequential fold m = a[base], then m = Math.max(m, a[base + i]) for i = 1 … c − 1, in
+     * lanes when the vector body holds no NaN. Without NaN, Math.max is the maximum of a total order
+     * (−0 below +0, distinct bits distinct elements), so any grouping returns the same element,
+     * bits included; the scalar tail then folds on from it, which keeps the first NaN of the tail
+     * exactly as the sequential fold does. A NaN in the body: the sequential fold (its first NaN).
+     */
+    static float rowMax(float[] a, int base, int c) {
+        int vc = c / LANES * LANES;
+        if (vc >= 2 * LANES) {
+            FloatVector mv = FloatVector.fromArray(FS, a, base);
+            VectorMask<Float> nan = mv.test(VectorOperators.IS_NAN);
+            for (int ci = LANES; ci < vc; ci += LANES) {
+                FloatVector v = FloatVector.fromArray(FS, a, base + ci);
+                nan = nan.or(v.test(VectorOperators.IS_NAN));
+                mv = mv.max(v);
+            }
+            if (!nan.anyTrue()) {
+                float m = mv.lane(0);
+                for (int k = 1; k < LANES; k++) m = Math.max(m, mv.lane(k));
+                for (int ci = vc; ci < c; ci++) m = Math.max(m, a[base + ci]);
+                return m;
+            }
+        }
+        float m = a[base];
+        for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci]);
+        return m;
+    }
+
     /** Per-thread scratch row of log_softmax's exps (never y: the last pass still reads x). */
     private static final ThreadLocal<float[]> EXP_ROW = ThreadLocal.withInitial(() -> new float[0]);
 
     /**
-     * {@link #softmax} of contiguous rows [from, to) of width c: the same steps; the exps and the
-     * last pass in vector lanes, the max and the sum sequential scalar folds.
+     * {@link #softmax} of contiguous rows [from, to) of width c: the same steps; the max (see
+     * {@link #rowMax}), the exps and the last pass in vector lanes, the sum a sequential scalar fold.
      */
     static void softmaxRows(float[] a, float[] y, int from, int to, int c, boolean log) {
         float[] e = y;
@@ -266,8 +297,7 @@ final class PlanKernels {
         int vc = c / LANES * LANES;
         for (int row = from; row < to; row++) {
             int base = row * c, eb = log ? 0 : base;
-            float m = a[base];
-            for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci]);
+            float m = rowMax(a, base, c);
             for (int ci = 0; ci < vc; ci += LANES)
                 KinaMath.exp(FloatVector.fromArray(FS, a, base + ci).sub(m)).intoArray(e, eb + ci);
             for (int ci = vc; ci < c; ci++) e[eb + ci] = KinaMath.exp(a[base + ci] - m);
@@ -407,11 +437,20 @@ final class PlanKernels {
         float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
         boolean any = hasSink;
         float alpha = g.alpha(), cap = g.cap();
-        for (int j = lo; j <= hi; j++) {
-            float u = (hd > 0 ? p[j] : 0f) * alpha;
-            float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
-            p[j] = sc;
-            m = any ? Math.max(m, sc) : sc;
+        if (cap > 0 || hd == 0) {
+            for (int j = lo; j <= hi; j++) {
+                float u = (hd > 0 ? p[j] : 0f) * alpha;
+                float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
+                p[j] = sc;
+                m = any ? Math.max(m, sc) : sc;
+                any = true;
+            }
+        } else if (lo <= hi) {                         // the same scores and max, in lanes (see rowMax)
+            int j = lo;
+            for (; j + LANES <= hi + 1; j += LANES) FloatVector.fromArray(FS, p, j).mul(alpha).intoArray(p, j);
+            for (; j <= hi; j++) p[j] = p[j] * alpha;
+            float pm = rowMax(p, lo, hi + 1 - lo);
+            m = any ? Math.max(m, pm) : pm;
             any = true;
         }
         if (!any) return 0f;

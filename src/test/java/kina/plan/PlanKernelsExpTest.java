@@ -40,7 +40,8 @@ class PlanKernelsExpTest {
     /**
      * Raw bits, except that with {@code anyNaN} two NaNs match: silu and swiglu multiply a NaN by
      * another NaN (x·σ(x) with x NaN), and which operand's sign and payload a product of two NaNs
-     * keeps follows the JIT's operand order (Java leaves it open), in the scalar code as in lanes.
+     * keeps follows the JIT's operand order (Java leaves it open), in the scalar code as in lanes;
+     * softmax's row max is a Math.max fold, whose NaN payload changes with the JIT tier.
      */
     static void assertBits(float[] got, int n, Tensor want, String what, boolean anyNaN) {
         for (int i = 0; i < n; i++) {
@@ -68,11 +69,11 @@ class PlanKernelsExpTest {
                 float[] a = random(rows * n, r, specials), s = new float[rows * n];
                 Tensor ta = tensor(a, rows, n), tt = tensor(a, n, rows);
                 PlanKernels.softmax(a, s, rows, n, 1, false);
-                assertBits(s, rows * n, Kernels.softmax(ta, 1), "softmax rows=" + rows + " c=" + n);
+                assertBits(s, rows * n, Kernels.softmax(ta, 1), "softmax rows=" + rows + " c=" + n, true);
                 PlanKernels.softmax(a, s, rows, n, 1, true);
-                assertBits(s, rows * n, Kernels.logSoftmax(ta, 1), "log_softmax rows=" + rows + " c=" + n);
+                assertBits(s, rows * n, Kernels.logSoftmax(ta, 1), "log_softmax rows=" + rows + " c=" + n, true);
                 PlanKernels.softmax(a, s, 1, n, rows, true);                          // a strided axis
-                assertBits(s, rows * n, Kernels.logSoftmax(tt, 0), "log_softmax axis 0, c=" + n);
+                assertBits(s, rows * n, Kernels.logSoftmax(tt, 0), "log_softmax axis 0, c=" + n, true);
             }
         }
         for (int l : new int[] {5, 8, 21, 40}) {
@@ -90,6 +91,34 @@ class PlanKernelsExpTest {
                     assertBits(y, y.length, want, "attention_probs l=" + l + " sinks=" + sinks + " column=" + column);
                 }
             }
+        }
+    }
+
+    /**
+     * rowMax equals the sequential Math.max fold, bits included (±0 ties), and is NaN where the fold
+     * is: which NaN Math.max returns changes with the JIT tier (the same two-NaN fold gave 0x7fc00000 in
+     * one method and 0xffc00001 in another, in one run), in the scalar fold itself, so NaN payloads are not compared.
+     */
+    @Test
+    void rowMaxIsTheSequentialFold() {
+        SplittableRandom r = new SplittableRandom(5);
+        float[] pool = {0f, -0f, 1f, -1f, Float.NaN, Float.intBitsToFloat(0x7fc0_0077), Float.intBitsToFloat(0xffc0_0001),
+            Float.NEGATIVE_INFINITY, Float.POSITIVE_INFINITY, -Float.MIN_VALUE};
+        for (int rep = 0; rep < 20_000; rep++) {
+            int c = 1 + r.nextInt(70), base = r.nextInt(3);
+            float[] a = new float[base + c];
+            int mode = r.nextInt(4);
+            for (int i = 0; i < a.length; i++)
+                a[i] = switch (mode) {
+                    case 0 -> r.nextBoolean() ? 0f : -0f;                               // only zeros
+                    case 1 -> (float) r.nextGaussian();                                 // plain values
+                    default -> r.nextInt(mode == 2 ? 40 : 4) == 0 ? pool[r.nextInt(pool.length)] : (float) r.nextGaussian();
+                };
+            float want = a[base];
+            for (int i = 1; i < c; i++) want = Math.max(want, a[base + i]);
+            float got = PlanKernels.rowMax(a, base, c);
+            if (Float.isNaN(want) ? !Float.isNaN(got) : Float.floatToRawIntBits(got) != Float.floatToRawIntBits(want))
+                throw new AssertionError("rowMax c=" + c + " rep " + rep + ": " + got + " vs sequential " + want);
         }
     }
 
