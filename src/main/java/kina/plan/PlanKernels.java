@@ -257,7 +257,9 @@ final class PlanKernels {
      * lanes when the vector body holds no NaN. Without NaN, Math.max is the maximum of a total order
      * (−0 below +0, distinct bits distinct elements), so any grouping returns the same element,
      * bits included; the scalar tail then folds on from it, which keeps the first NaN of the tail
-     * exactly as the sequential fold does. A NaN in the body: the sequential fold (its first NaN).
+     * exactly as the sequential fold does. A NaN in the body: the sequential fold itself. (Which
+     * NaN a Math.max of two NaNs returns varies with the JIT tier, in the scalar fold too: the
+     * discipline holds NaN-ness there, not payloads.)
      */
     static float rowMax(float[] a, int base, int c) {
         int vc = c / LANES * LANES;
