@@ -16,7 +16,8 @@ import kina.ir.TensorType;
  *
  * <p>Bit discipline. {@code r(x)} is {@code (double) (float) x} for F32 and {@code x} for F64:
  * every floating operation's result is rounded with r, so F32 arithmetic is IEEE single precision
- * bit for bit. Transcendentals are {@link StrictMath} then r. Matmul is the one kernel with fused
+ * bit for bit. Transcendentals are {@link StrictMath} then r, except exp at F32, which is
+ * {@link KinaMath#exp(float)} (the plan's vector kernels compute the same bits). Matmul is the one kernel with fused
  * multiply-add (one rounding per product-and-add, {@link Matmul}: exact in every JIT tier, faster
  * and more accurate); everywhere else a product is rounded, then added, and the sum rounded. The
  * compiled plan makes the same choice per kernel. Reductions run sequentially in increasing
@@ -38,6 +39,12 @@ public final class Kernels {
 
     /** r(x): x rounded to float for F32, x itself for every other dtype. */
     public static double round(DType d, double x) { return d == DType.F32 ? (double) (float) x : x; }
+
+    /**
+     * exp at dtype d, unrounded: {@link KinaMath#exp(float)} for F32 (x holds a float), else
+     * StrictMath.exp (the F64 oracle's exp stays the portable fdlibm one).
+     */
+    static double exp(DType d, double x) { return d == DType.F32 ? KinaMath.exp((float) x) : StrictMath.exp(x); }
 
     /**
      * Refuses a type the host does not run: {@code <op>: the host interpreter does not run @device
@@ -173,12 +180,12 @@ public final class Kernels {
         return make(x.type(), y);
     }
 
-    /** {@code x.exp()}: y_i = r(StrictMath.exp(x_i)). Floating only. */
+    /** {@code x.exp()}: y_i = r(exp(x_i)), exp as {@link #exp(DType, double)}. Floating only. */
     public static Tensor exp(Tensor x) {
         requireFloating("exp", x);
         DType d = x.dtype();
         double[] a = x.floats(), y = new double[a.length];
-        for (int i = 0; i < a.length; i++) y[i] = round(d, StrictMath.exp(a[i]));
+        for (int i = 0; i < a.length; i++) y[i] = round(d, exp(d, a[i]));
         return make(x.type(), y);
     }
 
@@ -421,7 +428,7 @@ public final class Kernels {
     private static double expSum(DType d, double[] a, int base, int c, int inner, double m, double[] e) {
         double sum = 0;
         for (int ci = 0; ci < c; ci++) {
-            double ei = round(d, StrictMath.exp(round(d, a[base + ci * inner] - m)));
+            double ei = round(d, exp(d, round(d, a[base + ci * inner] - m)));
             if (e != null) e[base + ci * inner] = ei;
             sum = ci == 0 ? ei : round(d, sum + ei);
         }
@@ -601,7 +608,7 @@ public final class Kernels {
 
     /** σ(x) = r(1 / r(1 + r(exp(−x)))). */
     static double sigmoid(DType d, double v) {
-        return round(d, 1.0 / round(d, 1.0 + round(d, StrictMath.exp(-v))));
+        return round(d, 1.0 / round(d, 1.0 + round(d, exp(d, -v))));
     }
 
     /** {@code x.sigmoid()}: y = r(1 / r(1 + r(exp(−x)))). */
@@ -893,10 +900,10 @@ public final class Kernels {
             any = true;
         }
         if (!any) return 0.0;
-        double es = hasSink ? round(d, StrictMath.exp(round(d, sink - m))) : 0.0, z = es;
+        double es = hasSink ? round(d, exp(d, round(d, sink - m))) : 0.0, z = es;
         boolean first = !hasSink;
         for (long j = lo; j <= hi; j++) {
-            double e = round(d, StrictMath.exp(round(d, p[(int) j] - m)));
+            double e = round(d, exp(d, round(d, p[(int) j] - m)));
             p[(int) j] = e;
             z = first ? e : round(d, z + e);
             first = false;

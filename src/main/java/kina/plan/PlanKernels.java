@@ -2,7 +2,10 @@ package kina.plan;
 
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
+import kina.eval.KinaMath;
 import kina.eval.Parallel;
 
 /**
@@ -11,7 +14,9 @@ import kina.eval.Parallel;
  * the same operations in the same order, with Java float arithmetic standing for "round each
  * double operation to float" (a double holds the exact sum, difference, product or quotient of two
  * floats closely enough that rounding it once to float is the float operation) and
- * transcendentals as {@code (float) StrictMath.f((double) x)}.
+ * transcendentals as {@code (float) StrictMath.f((double) x)}, except exp: {@link KinaMath#exp(float)},
+ * whose lanewise form gives the same bits, so the exp loops run in vector lanes (each lane one
+ * independent output; the sums over exps stay sequential scalar folds).
  *
  * <p>Buffers come from the plan's arena and may be longer than the tensor: every kernel takes its
  * element counts as arguments (never {@code array.length}) and writes every output element (stale
@@ -42,20 +47,40 @@ final class PlanKernels {
     /** The unary elementwise instructions with a float-native loop. */
     enum Unary { NEG, EXP, LOG, SQRT, RSQRT, TANH, SIGMOID, RECIPROCAL, SILU, RELU }
 
-    static float sigmoid(float v) { return 1f / (1f + (float) StrictMath.exp(-v)); }
+    /** σ(v) = 1 / (1 + exp(−v)), as Kernels.sigmoid at F32. */
+    static float sigmoid(float v) { return 1f / (1f + KinaMath.exp(-v)); }
+
+    /** {@link #sigmoid(float)} lanewise: the same operations, so the same bits in every lane. */
+    static FloatVector sigmoid(FloatVector v) {
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        return one.div(one.add(KinaMath.exp(v.neg())));
+    }
 
     /** y[i] = f(x[i]) for i in [from, to); as Kernels.neg/exp/log/sqrt/rsqrt/tanh/sigmoid/reciprocal/silu/relu. */
     static void unary(Unary op, float[] x, float[] y, int from, int to) {
+        int vEnd = from + (to - from) / LANES * LANES;  // exp, sigmoid, silu: lanes up to here, then scalar
         switch (op) {
             case NEG -> { for (int i = from; i < to; i++) y[i] = -x[i]; }
-            case EXP -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.exp(x[i]); }
+            case EXP -> {
+                for (int i = from; i < vEnd; i += LANES) KinaMath.exp(FloatVector.fromArray(FS, x, i)).intoArray(y, i);
+                for (int i = vEnd; i < to; i++) y[i] = KinaMath.exp(x[i]);
+            }
             case LOG -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.log(x[i]); }
             case SQRT -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.sqrt(x[i]); }
             case RSQRT -> { for (int i = from; i < to; i++) y[i] = 1f / (float) StrictMath.sqrt(x[i]); }
             case TANH -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.tanh(x[i]); }
-            case SIGMOID -> { for (int i = from; i < to; i++) y[i] = sigmoid(x[i]); }
+            case SIGMOID -> {
+                for (int i = from; i < vEnd; i += LANES) sigmoid(FloatVector.fromArray(FS, x, i)).intoArray(y, i);
+                for (int i = vEnd; i < to; i++) y[i] = sigmoid(x[i]);
+            }
             case RECIPROCAL -> { for (int i = from; i < to; i++) y[i] = 1f / x[i]; }
-            case SILU -> { for (int i = from; i < to; i++) { float v = x[i]; y[i] = v * sigmoid(v); } }
+            case SILU -> {
+                for (int i = from; i < vEnd; i += LANES) {
+                    FloatVector v = FloatVector.fromArray(FS, x, i);
+                    v.mul(sigmoid(v)).intoArray(y, i);
+                }
+                for (int i = vEnd; i < to; i++) { float v = x[i]; y[i] = v * sigmoid(v); }
+            }
             case RELU -> { for (int i = from; i < to; i++) y[i] = Math.max(x[i], 0f); }
         }
     }
@@ -71,7 +96,14 @@ final class PlanKernels {
             case MUL -> { for (int i = from; i < to; i++) z[i] = a[i] * b[i]; }
             case DIV -> { for (int i = from; i < to; i++) z[i] = a[i] / b[i]; }
             case MAXIMUM -> { for (int i = from; i < to; i++) z[i] = Math.max(a[i], b[i]); }
-            case SWIGLU -> { for (int i = from; i < to; i++) { float g = a[i]; z[i] = (g * sigmoid(g)) * b[i]; } }
+            case SWIGLU -> {
+                int vEnd = from + (to - from) / LANES * LANES;
+                for (int i = from; i < vEnd; i += LANES) {
+                    FloatVector g = FloatVector.fromArray(FS, a, i);
+                    g.mul(sigmoid(g)).mul(FloatVector.fromArray(FS, b, i)).intoArray(z, i);
+                }
+                for (int i = vEnd; i < to; i++) { float g = a[i]; z[i] = (g * sigmoid(g)) * b[i]; }
+            }
         }
     }
 
@@ -206,7 +238,7 @@ final class PlanKernels {
                 for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci * inner]);
                 float sum = 0;
                 for (int ci = 0; ci < c; ci++) {
-                    float e = (float) StrictMath.exp(a[base + ci * inner] - m);
+                    float e = KinaMath.exp(a[base + ci * inner] - m);
                     if (!log) y[base + ci * inner] = e;
                     sum = ci == 0 ? e : sum + e;
                 }
@@ -220,18 +252,59 @@ final class PlanKernels {
         });
     }
 
-    /** {@link #softmax} of contiguous rows [from, to) of width c: the same steps, the last pass in vector lanes. */
-    static void softmaxRows(float[] a, float[] y, int from, int to, int c, boolean log) {
-        for (int row = from; row < to; row++) {
-            int base = row * c;
-            float m = a[base];
-            for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci]);
-            float sum = 0;
-            for (int ci = 0; ci < c; ci++) {
-                float e = (float) StrictMath.exp(a[base + ci] - m);
-                if (!log) y[base + ci] = e;
-                sum = ci == 0 ? e : sum + e;
+    /**
+     * The sequential fold m = a[base], then m = Math.max(m, a[base + i]) for i = 1 … c − 1, in
+     * lanes when the vector body holds no NaN. Without NaN, Math.max is the maximum of a total order
+     * (−0 below +0, distinct bits distinct elements), so any grouping returns the same element,
+     * bits included; the scalar tail then folds on from it, which keeps the first NaN of the tail
+     * exactly as the sequential fold does. A NaN in the body: the sequential fold itself. (Which
+     * NaN a Math.max of two NaNs returns varies with the JIT tier, in the scalar fold too: the
+     * discipline holds NaN-ness there, not payloads.)
+     */
+    static float rowMax(float[] a, int base, int c) {
+        int vc = c / LANES * LANES;
+        if (vc >= 2 * LANES) {
+            FloatVector mv = FloatVector.fromArray(FS, a, base);
+            VectorMask<Float> nan = mv.test(VectorOperators.IS_NAN);
+            for (int ci = LANES; ci < vc; ci += LANES) {
+                FloatVector v = FloatVector.fromArray(FS, a, base + ci);
+                nan = nan.or(v.test(VectorOperators.IS_NAN));
+                mv = mv.max(v);
             }
+            if (!nan.anyTrue()) {
+                float m = mv.lane(0);
+                for (int k = 1; k < LANES; k++) m = Math.max(m, mv.lane(k));
+                for (int ci = vc; ci < c; ci++) m = Math.max(m, a[base + ci]);
+                return m;
+            }
+        }
+        float m = a[base];
+        for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci]);
+        return m;
+    }
+
+    /** Per-thread scratch row of log_softmax's exps (never y: the last pass still reads x). */
+    private static final ThreadLocal<float[]> EXP_ROW = ThreadLocal.withInitial(() -> new float[0]);
+
+    /**
+     * {@link #softmax} of contiguous rows [from, to) of width c: the same steps; the max (see
+     * {@link #rowMax}), the exps and the last pass in vector lanes, the sum a sequential scalar fold.
+     */
+    static void softmaxRows(float[] a, float[] y, int from, int to, int c, boolean log) {
+        float[] e = y;
+        if (log) {
+            e = EXP_ROW.get();
+            if (e.length < c) { e = new float[c]; EXP_ROW.set(e); }
+        }
+        int vc = c / LANES * LANES;
+        for (int row = from; row < to; row++) {
+            int base = row * c, eb = log ? 0 : base;
+            float m = rowMax(a, base, c);
+            for (int ci = 0; ci < vc; ci += LANES)
+                KinaMath.exp(FloatVector.fromArray(FS, a, base + ci).sub(m)).intoArray(e, eb + ci);
+            for (int ci = vc; ci < c; ci++) e[eb + ci] = KinaMath.exp(a[base + ci] - m);
+            float sum = e[eb];
+            for (int ci = 1; ci < c; ci++) sum = sum + e[eb + ci];
             int ci = 0;
             if (log) {
                 float l = (float) StrictMath.log(sum);
@@ -366,23 +439,34 @@ final class PlanKernels {
         float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
         boolean any = hasSink;
         float alpha = g.alpha(), cap = g.cap();
-        for (int j = lo; j <= hi; j++) {
-            float u = (hd > 0 ? p[j] : 0f) * alpha;
-            float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
-            p[j] = sc;
-            m = any ? Math.max(m, sc) : sc;
+        if (cap > 0 || hd == 0) {
+            for (int j = lo; j <= hi; j++) {
+                float u = (hd > 0 ? p[j] : 0f) * alpha;
+                float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
+                p[j] = sc;
+                m = any ? Math.max(m, sc) : sc;
+                any = true;
+            }
+        } else if (lo <= hi) {                         // the same scores and max, in lanes (see rowMax)
+            int j = lo;
+            for (; j + LANES <= hi + 1; j += LANES) FloatVector.fromArray(FS, p, j).mul(alpha).intoArray(p, j);
+            for (; j <= hi; j++) p[j] = p[j] * alpha;
+            float pm = rowMax(p, lo, hi + 1 - lo);
+            m = any ? Math.max(m, pm) : pm;
             any = true;
         }
         if (!any) return 0f;
-        float es = hasSink ? (float) StrictMath.exp(sink - m) : 0f, z = es;
+        float es = hasSink ? KinaMath.exp(sink - m) : 0f, z = es;
+        int j = lo;
+        for (; j + LANES <= hi + 1; j += LANES) KinaMath.exp(FloatVector.fromArray(FS, p, j).sub(m)).intoArray(p, j);
+        for (; j <= hi; j++) p[j] = KinaMath.exp(p[j] - m);
         boolean first = !hasSink;
-        for (int j = lo; j <= hi; j++) {
-            float e = (float) StrictMath.exp(p[j] - m);
-            p[j] = e;
-            z = first ? e : z + e;
+        for (j = lo; j <= hi; j++) {                    // Z: a sequential fold in increasing j
+            z = first ? p[j] : z + p[j];
             first = false;
         }
-        for (int j = lo; j <= hi; j++) p[j] = p[j] / z;
+        for (j = lo; j + LANES <= hi + 1; j += LANES) FloatVector.fromArray(FS, p, j).div(z).intoArray(p, j);
+        for (; j <= hi; j++) p[j] = p[j] / z;
         return hasSink ? es / z : 0f;
     }
 

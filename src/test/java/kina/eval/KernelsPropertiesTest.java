@@ -53,7 +53,7 @@ class KernelsPropertiesTest {
             assertThat((float) s.get(i)).isEqualTo(acc);
             float[] e = new float[c];
             float z = 0;
-            for (int j = 0; j < c; j++) { e[j] = (float) StrictMath.exp(x[i * c + j] - m); z = j == 0 ? e[j] : z + e[j]; }
+            for (int j = 0; j < c; j++) { e[j] = KinaMath.exp(x[i * c + j] - m); z = j == 0 ? e[j] : z + e[j]; }
             float l = (float) StrictMath.log(z);
             for (int j = 0; j < c; j++) {
                 assertThat(Float.floatToRawIntBits((float) sm.get(i * c + j))).isEqualTo(Float.floatToRawIntBits(e[j] / z));

@@ -233,7 +233,7 @@ class KernelsTest {
         float[] e = new float[3];
         float s = 0;
         for (int i = 0; i < 3; i++) {
-            e[i] = (float) StrictMath.exp(x[i] - m);
+            e[i] = KinaMath.exp(x[i] - m);
             s = i == 0 ? e[i] : s + e[i];
         }
         float l = (float) StrictMath.log(s);

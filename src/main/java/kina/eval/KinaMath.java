@@ -1,0 +1,95 @@
+package kina.eval;
+
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * kina's own float exp (DESIGN §4.1 rule 4): one algorithm in a scalar and a lanewise form that
+ * take the same IEEE operations in the same order, so every lane of {@link #exp(FloatVector)}
+ * equals {@link #exp(float)} bit for bit, in every JIT tier. Only float fma, add, sub, mul,
+ * min/max, compare/blend, int add/sub/shift and bit reinterpretations are used: each is exactly
+ * specified in Java and in the Vector API (unlike {@code Math.exp} or lanewise {@code EXP}). The
+ * interpreter's and the plan's F32 kernels both call it; F64 keeps {@link StrictMath#exp}.
+ *
+ * <p>Algorithm. x is clamped to [−104, 89] (outside it the result is already +0 or +∞).
+ * n = round-to-nearest-even(x·log2e) by t = fma(x, LOG2E, 1.5·2²³), n = t − 1.5·2²³ (|x·log2e| ≤ 151,
+ * so t's ulp is 1 and the subtraction is exact). Cody–Waite: r = fma(n, −LN2_HI, x) (exact: LN2_HI
+ * has 24 bits, the result is a multiple of 2⁻²⁵ below 0.35), r = fma(n, −LN2_LO, r).
+ * e^r ≈ 1 + r + c2·r² + … + c6·r⁶ by Horner with fma. The result p·2ⁿ multiplies by 2^⌊n/2⌋, then
+ * by 2^(n − ⌊n/2⌋), each built from exponent bits: both factors are normal for n in [−150, 128], the
+ * first product is exact and the second rounds once, so subnormal results round correctly and
+ * overflow gives +∞. NaN returns x itself (payload kept); −∞ gives +0; +∞ gives +∞.
+ *
+ * <p>Constants. LOG2E, LN2_HI = float(ln 2), LN2_LO = float(ln 2 − LN2_HI). c2…c6: a relative-error
+ * Remez (minimax) fit of e^r on [−0.3466, 0.3466] (ln2/2 plus a margin for n rounded from float
+ * x·LOG2E) with c0 = c1 = 1 fixed, computed with mpmath at 40 digits; each coefficient rounded to
+ * float in turn from c2 up, the later ones refitted after each rounding. The float polynomial's
+ * relative error is 3.2·10⁻⁹ (0.03 ulp of 1).
+ *
+ * <p>Accuracy, measured against (float) StrictMath.exp((double) x) over all 2³² inputs: at most
+ * 1 ulp everywhere; 10,566,634 results (0.47% of the floats in [−104, 89], where most are tiny and
+ * give 1) are 1 ulp off, the rest correctly rounded; over values drawn uniformly from [−104, 89],
+ * 2.3% are 1 ulp off. The lanewise form equalled the scalar one on all 2³² inputs (AVX2, C2).
+ */
+public final class KinaMath {
+    private KinaMath() {}
+
+    /** Clamp bounds: e^−104 rounds to +0 and e^89 overflows, so clamping changes no result. */
+    private static final float LO = -104f, HI = 89f;
+    private static final float LOG2E = 0x1.715476p0f;
+    /** 1.5·2²³: adding it rounds to an integer; its bits minus SHIFT_BITS are that integer. */
+    private static final float SHIFT = 0x1.8p23f;
+    private static final int SHIFT_BITS = 0x4B40_0000;
+    private static final float LN2_HI = 0x1.62e430p-1f, LN2_LO = -0x1.05c610p-29f;
+    private static final float C2 = 0x1.fffffcp-2f, C3 = 0x1.55548cp-3f, C4 = 0x1.555858p-5f,
+            C5 = 0x1.123de0p-7f, C6 = 0x1.6ac73cp-10f;
+
+    /**
+     * e^x for a float: within 1 ulp of the correctly rounded result (see the class comment);
+     * exp(±0) = 1, exp(−∞) = +0, exp(+∞) = +∞, exp(NaN) = x itself.
+     */
+    public static float exp(float x) {
+        float xc = Math.min(Math.max(x, LO), HI);
+        float t = Math.fma(xc, LOG2E, SHIFT);
+        float n = t - SHIFT;
+        float r = Math.fma(n, -LN2_HI, xc);
+        r = Math.fma(n, -LN2_LO, r);
+        float p = Math.fma(C6, r, C5);
+        p = Math.fma(p, r, C4);
+        p = Math.fma(p, r, C3);
+        p = Math.fma(p, r, C2);
+        p = Math.fma(p, r, 1f);
+        p = Math.fma(p, r, 1f);
+        int k = Float.floatToRawIntBits(t) - SHIFT_BITS;
+        int k1 = k >> 1, k2 = k - k1;
+        float y = p * Float.intBitsToFloat((k1 + 127) << 23) * Float.intBitsToFloat((k2 + 127) << 23);
+        return x != x ? x : y;
+    }
+
+    /** e^x lanewise: every lane equals {@link #exp(float)} of that lane, bit for bit. */
+    public static FloatVector exp(FloatVector x) {
+        VectorSpecies<Float> s = x.species();
+        FloatVector xc = x.max(LO).min(HI);
+        FloatVector t = xc.fma(FloatVector.broadcast(s, LOG2E), FloatVector.broadcast(s, SHIFT));
+        FloatVector n = t.sub(SHIFT);
+        FloatVector r = n.fma(FloatVector.broadcast(s, -LN2_HI), xc);
+        r = n.fma(FloatVector.broadcast(s, -LN2_LO), r);
+        FloatVector p = FloatVector.broadcast(s, C6).fma(r, FloatVector.broadcast(s, C5));
+        p = p.fma(r, FloatVector.broadcast(s, C4));
+        p = p.fma(r, FloatVector.broadcast(s, C3));
+        p = p.fma(r, FloatVector.broadcast(s, C2));
+        FloatVector one = FloatVector.broadcast(s, 1f);
+        p = p.fma(r, one);
+        p = p.fma(r, one);
+        IntVector k = ((IntVector) t.reinterpretAsInts()).sub(SHIFT_BITS);
+        IntVector k1 = k.lanewise(VectorOperators.ASHR, 1), k2 = k.sub(k1);
+        FloatVector s1 = (FloatVector) k1.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+        FloatVector s2 = (FloatVector) k2.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+        FloatVector y = p.mul(s1).mul(s2);
+        VectorMask<Float> nan = x.compare(VectorOperators.NE, x);
+        return y.blend(x, nan);
+    }
+}

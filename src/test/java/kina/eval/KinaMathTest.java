@@ -1,0 +1,109 @@
+package kina.eval;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.SplittableRandom;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
+import org.junit.jupiter.api.Test;
+
+/** KinaMath.exp: the lanewise form equals the scalar bit for bit (cold and after C2), and stays within 1 ulp. */
+class KinaMathTest {
+    static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+
+    /** Special and boundary inputs: zeros, infinities, NaN payloads, the overflow and underflow edges. */
+    static final float[] SPECIAL = {
+        0f, -0f, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, Float.NaN,
+        Float.intBitsToFloat(0x7fc0_1234), Float.intBitsToFloat(0xffc0_0001), Float.intBitsToFloat(0x7f80_0001),
+        Float.MAX_VALUE, -Float.MAX_VALUE, Float.MIN_VALUE, -Float.MIN_VALUE, Float.MIN_NORMAL, -Float.MIN_NORMAL,
+        1f, -1f, 0.5f, -0.5f, 1e-8f, -1e-8f, 0.34657359f, -0.34657359f, 0.6931472f, -0.6931472f,
+        88.72283f, Math.nextUp(88.72283f), 88.7228394f, Math.nextUp(88.7228394f), 88.8f, 89f, 89.5f, 100f, 1e30f,
+        -87.33654f, Math.nextDown(-87.33654f), -87.3365479f, -100f, -103.27893f, -103.972076f, Math.nextUp(-103.972076f),
+        Math.nextDown(-103.972076f), -103.97208f, -104f, -104.5f, -150f, -1e30f,
+    };
+
+    static int bits(float f) { return Float.floatToRawIntBits(f); }
+
+    /** Distance in ulps between two non-NaN floats (+0 and −0 are 0 apart; +∞ is one past MAX_VALUE). */
+    static long ulps(float a, float b) {
+        int ia = bits(a), ib = bits(b);
+        long la = ia < 0 ? -(long) (ia & 0x7fff_ffff) : ia, lb = ib < 0 ? -(long) (ib & 0x7fff_ffff) : ib;
+        return Math.abs(la - lb);
+    }
+
+    /** Inputs: the special values, then random bit patterns and random values in [−110, 95]. */
+    static float[] inputs(int n, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        float[] x = new float[n];
+        System.arraycopy(SPECIAL, 0, x, 0, SPECIAL.length);
+        for (int i = SPECIAL.length; i < n; i++)
+            x[i] = i % 2 == 0 ? Float.intBitsToFloat(r.nextInt()) : (float) (-110 + 205 * r.nextDouble());
+        return x;
+    }
+
+    /** Asserts every lane of the vector form equals the scalar form on x (tail padded with the special values). */
+    static void assertLanesEqualScalar(float[] x, String when) {
+        int n = x.length / S.length() * S.length();
+        float[] y = new float[n];
+        for (int i = 0; i < n; i += S.length()) KinaMath.exp(FloatVector.fromArray(S, x, i)).intoArray(y, i);
+        for (int i = 0; i < n; i++)
+            if (bits(y[i]) != bits(KinaMath.exp(x[i])))
+                throw new AssertionError(when + ": x = " + x[i] + " (0x" + Integer.toHexString(bits(x[i])) + "): lane "
+                        + y[i] + ", scalar " + KinaMath.exp(x[i]));
+    }
+
+    @Test
+    void vectorEqualsScalarColdAndAfterWarmUp() {
+        float[] x = inputs(1 << 16, 1);
+        assertLanesEqualScalar(x, "cold");
+        float sink = 0;                                  // ≥ 200k calls of each form: C2 compiles both
+        FloatVector acc = FloatVector.zero(S);
+        for (int rep = 0; rep < 8; rep++)
+            for (int i = 0; i + S.length() <= x.length; i += S.length()) {
+                sink += KinaMath.exp(x[i]);
+                acc = acc.add(KinaMath.exp(FloatVector.fromArray(S, x, i)));
+            }
+        for (int rep = 0; rep < 4; rep++) for (float v : x) sink += KinaMath.exp(v);
+        assertThat(sink + acc.lane(0)).isNotNull();
+        assertLanesEqualScalar(x, "warm");
+        assertLanesEqualScalar(inputs(1 << 20, 2), "warm, fresh inputs");
+    }
+
+    @Test
+    void specialValues() {
+        assertThat(bits(KinaMath.exp(0f))).isEqualTo(bits(1f));
+        assertThat(bits(KinaMath.exp(-0f))).isEqualTo(bits(1f));
+        assertThat(bits(KinaMath.exp(Float.NEGATIVE_INFINITY))).isEqualTo(bits(0f));
+        assertThat(bits(KinaMath.exp(Float.POSITIVE_INFINITY))).isEqualTo(bits(Float.POSITIVE_INFINITY));
+        assertThat(bits(KinaMath.exp(-1e30f))).isEqualTo(bits(0f));
+        assertThat(bits(KinaMath.exp(-104f))).isEqualTo(bits(0f));
+        assertThat(bits(KinaMath.exp(89f))).isEqualTo(bits(Float.POSITIVE_INFINITY));
+        assertThat(bits(KinaMath.exp(1e30f))).isEqualTo(bits(Float.POSITIVE_INFINITY));
+        assertThat(KinaMath.exp(-103.97f)).isEqualTo(Float.MIN_VALUE);   // the smallest subnormal
+        for (float nan : new float[] {Float.NaN, Float.intBitsToFloat(0x7fc0_1234), Float.intBitsToFloat(0xffc0_0001)})
+            assertThat(bits(KinaMath.exp(nan))).isEqualTo(bits(nan));
+        for (float v : SPECIAL)
+            if (!Float.isNaN(v))
+                assertThat(ulps(KinaMath.exp(v), (float) StrictMath.exp(v))).as("exp(%s)", v).isLessThanOrEqualTo(1);
+    }
+
+    /** Against (float) StrictMath.exp((double) x): at most 1 ulp; most results correctly rounded. */
+    @Test
+    void withinOneUlpOfStrictMath() {
+        SplittableRandom r = new SplittableRandom(7);
+        int n = 6_000_000, off = 0;
+        long worst = 0;
+        for (int i = 0; i < n; i++) {
+            float x = switch (i % 3) {
+                case 0 -> (float) (-104 + 193 * r.nextDouble());            // uniform in value over [−104, 89]
+                case 1 -> Float.intBitsToFloat(r.nextInt(0x42b2_0000));     // uniform in bits over [0, 89]
+                default -> -Float.intBitsToFloat(r.nextInt(0x42d0_0000));   // uniform in bits over [−104, 0]
+            };
+            long u = ulps(KinaMath.exp(x), (float) StrictMath.exp(x));
+            if (u > worst) worst = u;
+            if (u != 0) off++;
+        }
+        assertThat(worst).isLessThanOrEqualTo(1);
+        assertThat((double) off / n).as("fraction not correctly rounded").isLessThan(0.03);
+    }
+}
