@@ -251,11 +251,18 @@ final class Fusion {
         return () -> PlanKernels.range(n, cost, (from, to) -> passF64(g, io, leafBuf, from, to));
     }
 
+    private static final ThreadLocal<float[][]> REGS_F32 = ThreadLocal.withInitial(() -> new float[0][]);
+
     private static void passF32(Group g, Object[] io, Object[] leafBuf, int from, int to) {
         int regs = g.regs(), len = Math.min(CH, to - from);
         float[][] arr = new float[regs + io.length][];
         int[] off = new int[arr.length];
-        for (int r = 0; r < regs; r++) arr[r] = new float[len];
+        float[][] pool = REGS_F32.get();             // per-thread registers: no garbage per pass
+        if (pool.length < regs) { pool = Arrays.copyOf(pool, regs); REGS_F32.set(pool); }
+        for (int r = 0; r < regs; r++) {
+            if (pool[r] == null || pool[r].length < len) pool[r] = new float[CH];
+            arr[r] = pool[r];
+        }
         for (int j = 0; j < io.length; j++) arr[regs + j] = (float[]) io[j];
         Leaf[] leaves = g.leaves();
         for (int j = 0; j < leaves.length; j++) if (leaves[j].scalar()) Arrays.fill(arr[g.leafReg()[j]], ((float[]) leafBuf[j])[0]);

@@ -14,6 +14,7 @@ import kina.ir.Instr;
 import kina.ir.Let;
 import kina.ir.Perm;
 import kina.ir.Program;
+import kina.ir.Shape;
 import kina.ir.TensorType;
 
 /**
@@ -58,6 +59,7 @@ public final class Plan {
     private final int arenaBuffers;
     private final List<Integer> inputSlots;
     private boolean profile;
+    private int runs;                                 // runs profiled since profile(true)
     private final long[] nanos;
 
     private Plan(Flatten ir, boolean fuse) {
@@ -323,6 +325,7 @@ public final class Plan {
     /** Times every step by instruction kind from now on (see {@link #profileReport}). */
     public synchronized void profile(boolean on) {
         profile = on;
+        runs = 0;
         Arrays.fill(nanos, 0);
     }
 
@@ -348,6 +351,7 @@ public final class Plan {
                 default -> throw new IllegalStateException("not a buffer");
             }
         }
+        if (profile) runs++;
         for (int i = 0; i < kernels.length; i++) {
             try {
                 if (profile) {
@@ -375,20 +379,42 @@ public final class Plan {
         long total = 0;
         for (int i = 0; i < ops.size(); i++) {
             Op op = ops.get(i);
-            String kind = op.kind() + (op.transA() || op.transB() ? "(T)" : "")
+            long flops = matmulFlops(op);
+            String kind = (flops > 0 ? matmulShape(op) : op.kind())
                     + (Lower.isNative(op, ir.slots) ? "" : " [fallback]");
-            long[] acc = by.computeIfAbsent(kind, _ -> new long[2]);
+            long[] acc = by.computeIfAbsent(kind, _ -> new long[3]);
             acc[0] += nanos[i];
             acc[1]++;
+            acc[2] += flops;
             total += nanos[i];
         }
         List<Map.Entry<String, long[]>> es = new ArrayList<>(by.entrySet());
         es.sort((a, b) -> Long.compare(b.getValue()[0], a.getValue()[0]));
         List<String> lines = new ArrayList<>();
         for (var e : es)
-            lines.add(String.format(Locale.ROOT, "%-28s %9.1f ms %5.1f%%  (%d steps)", e.getKey(), e.getValue()[0] / 1e6,
-                    total == 0 ? 0 : 100.0 * e.getValue()[0] / total, e.getValue()[1]));
+            lines.add(String.format(Locale.ROOT, "%-34s %9.1f ms %5.1f%%  (%d steps)%s", e.getKey(), e.getValue()[0] / 1e6,
+                    total == 0 ? 0 : 100.0 * e.getValue()[0] / total, e.getValue()[1],
+                    e.getValue()[2] > 0 && e.getValue()[0] > 0
+                            ? String.format(Locale.ROOT, " %.1f GFLOP/s", runs * (double) e.getValue()[2] / e.getValue()[0]) : ""));
         return lines;
+    }
+
+    /** Multiply-adds × 2 of one run of a matmul step (0 for any other step). */
+    private long matmulFlops(Op op) {
+        if (op.group() != null || !(op.step().instr() instanceof Instr.Matmul)) return 0;
+        Shape out = ir.slots.get(op.step().out()).type().shape(), a = ir.slots.get(op.args()[0]).type().shape();
+        int r = a.rank();
+        long k = op.transA() ? a.dim(r - 2) : a.dim(r - 1);
+        return 2 * out.vol() * k;
+    }
+
+    /** "matmul B×M×K×N NN|TN|NT|TT" of a matmul step: the operand layouts the kernel reads. */
+    private String matmulShape(Op op) {
+        Shape out = ir.slots.get(op.step().out()).type().shape(), a = ir.slots.get(op.args()[0]).type().shape();
+        int r = out.rank();
+        long m = out.dim(r - 2), n = out.dim(r - 1), k = op.transA() ? a.dim(r - 2) : a.dim(r - 1);
+        return String.format(Locale.ROOT, "matmul %dx%dx%dx%d %s%s", out.vol() / (m * n), m, k, n,
+                op.transA() ? "T" : "N", op.transB() ? "T" : "N");
     }
 
     /** Which steps run a native kernel and which the generic fallback, by instruction kind. */

@@ -58,29 +58,16 @@ final class PlanKernels {
 
     /** y[i] = f(x[i]) for i in [from, to); as Kernels.neg/exp/log/sqrt/rsqrt/tanh/sigmoid/reciprocal/silu/relu. */
     static void unary(Unary op, float[] x, float[] y, int from, int to) {
-        int vEnd = from + (to - from) / LANES * LANES;  // exp, sigmoid, silu: lanes up to here, then scalar
         switch (op) {
             case NEG -> { for (int i = from; i < to; i++) y[i] = -x[i]; }
-            case EXP -> {
-                for (int i = from; i < vEnd; i += LANES) KinaMath.exp(FloatVector.fromArray(FS, x, i)).intoArray(y, i);
-                for (int i = vEnd; i < to; i++) y[i] = KinaMath.exp(x[i]);
-            }
+            case EXP -> KinaMath.exp(x, from, y, from, to - from);
             case LOG -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.log(x[i]); }
             case SQRT -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.sqrt(x[i]); }
             case RSQRT -> { for (int i = from; i < to; i++) y[i] = 1f / (float) StrictMath.sqrt(x[i]); }
             case TANH -> { for (int i = from; i < to; i++) y[i] = (float) StrictMath.tanh(x[i]); }
-            case SIGMOID -> {
-                for (int i = from; i < vEnd; i += LANES) sigmoid(FloatVector.fromArray(FS, x, i)).intoArray(y, i);
-                for (int i = vEnd; i < to; i++) y[i] = sigmoid(x[i]);
-            }
+            case SIGMOID -> sigmoidRange(x, y, from, to);
             case RECIPROCAL -> { for (int i = from; i < to; i++) y[i] = 1f / x[i]; }
-            case SILU -> {
-                for (int i = from; i < vEnd; i += LANES) {
-                    FloatVector v = FloatVector.fromArray(FS, x, i);
-                    v.mul(sigmoid(v)).intoArray(y, i);
-                }
-                for (int i = vEnd; i < to; i++) { float v = x[i]; y[i] = v * sigmoid(v); }
-            }
+            case SILU -> siluRange(x, y, from, to);
             case RELU -> { for (int i = from; i < to; i++) y[i] = Math.max(x[i], 0f); }
         }
     }
@@ -96,15 +83,38 @@ final class PlanKernels {
             case MUL -> { for (int i = from; i < to; i++) z[i] = a[i] * b[i]; }
             case DIV -> { for (int i = from; i < to; i++) z[i] = a[i] / b[i]; }
             case MAXIMUM -> { for (int i = from; i < to; i++) z[i] = Math.max(a[i], b[i]); }
-            case SWIGLU -> {
-                int vEnd = from + (to - from) / LANES * LANES;
-                for (int i = from; i < vEnd; i += LANES) {
-                    FloatVector g = FloatVector.fromArray(FS, a, i);
-                    g.mul(sigmoid(g)).mul(FloatVector.fromArray(FS, b, i)).intoArray(z, i);
-                }
-                for (int i = vEnd; i < to; i++) { float g = a[i]; z[i] = (g * sigmoid(g)) * b[i]; }
-            }
+            case SWIGLU -> swigluRange(a, b, z, from, to);
         }
+    }
+
+    // The lanewise sigmoid loops live in small methods of their own: C2 then inlines the vector exp
+    // into the loop; inside the big switch it did not, and every vector crossing the call was boxed.
+
+    /** y[i] = σ(x[i]) for i in [from, to): lanes, then the scalar tail. */
+    static void sigmoidRange(float[] x, float[] y, int from, int to) {
+        int vEnd = from + (to - from) / LANES * LANES;
+        for (int i = from; i < vEnd; i += LANES) sigmoid(FloatVector.fromArray(FS, x, i)).intoArray(y, i);
+        for (int i = vEnd; i < to; i++) y[i] = sigmoid(x[i]);
+    }
+
+    /** y[i] = x[i] · σ(x[i]) for i in [from, to). */
+    static void siluRange(float[] x, float[] y, int from, int to) {
+        int vEnd = from + (to - from) / LANES * LANES;
+        for (int i = from; i < vEnd; i += LANES) {
+            FloatVector v = FloatVector.fromArray(FS, x, i);
+            v.mul(sigmoid(v)).intoArray(y, i);
+        }
+        for (int i = vEnd; i < to; i++) { float v = x[i]; y[i] = v * sigmoid(v); }
+    }
+
+    /** z[i] = (g · σ(g)) · u[i], g = a[i], for i in [from, to). */
+    static void swigluRange(float[] a, float[] b, float[] z, int from, int to) {
+        int vEnd = from + (to - from) / LANES * LANES;
+        for (int i = from; i < vEnd; i += LANES) {
+            FloatVector g = FloatVector.fromArray(FS, a, i);
+            g.mul(sigmoid(g)).mul(FloatVector.fromArray(FS, b, i)).intoArray(z, i);
+        }
+        for (int i = vEnd; i < to; i++) { float g = a[i]; z[i] = (g * sigmoid(g)) * b[i]; }
     }
 
     /** The F64 twin of {@link #binary} for add, sub, mul, div, maximum. */
@@ -264,16 +274,13 @@ final class PlanKernels {
     static float rowMax(float[] a, int base, int c) {
         int vc = c / LANES * LANES;
         if (vc >= 2 * LANES) {
+            // Lanewise max is Math.max per lane, so a NaN anywhere in the body leaves a NaN lane.
             FloatVector mv = FloatVector.fromArray(FS, a, base);
-            VectorMask<Float> nan = mv.test(VectorOperators.IS_NAN);
-            for (int ci = LANES; ci < vc; ci += LANES) {
-                FloatVector v = FloatVector.fromArray(FS, a, base + ci);
-                nan = nan.or(v.test(VectorOperators.IS_NAN));
-                mv = mv.max(v);
-            }
-            if (!nan.anyTrue()) {
-                float m = mv.lane(0);
-                for (int k = 1; k < LANES; k++) m = Math.max(m, mv.lane(k));
+            for (int ci = LANES; ci < vc; ci += LANES) mv = mv.max(FloatVector.fromArray(FS, a, base + ci));
+            float m = mv.lane(0);
+            boolean nan = m != m;
+            for (int k = 1; k < LANES; k++) { float l = mv.lane(k); nan |= l != l; m = Math.max(m, l); }
+            if (!nan) {
                 for (int ci = vc; ci < c; ci++) m = Math.max(m, a[base + ci]);
                 return m;
             }
@@ -300,9 +307,7 @@ final class PlanKernels {
         for (int row = from; row < to; row++) {
             int base = row * c, eb = log ? 0 : base;
             float m = rowMax(a, base, c);
-            for (int ci = 0; ci < vc; ci += LANES)
-                KinaMath.exp(FloatVector.fromArray(FS, a, base + ci).sub(m)).intoArray(e, eb + ci);
-            for (int ci = vc; ci < c; ci++) e[eb + ci] = KinaMath.exp(a[base + ci] - m);
+            KinaMath.expMinus(a, base, m, e, eb, c);
             float sum = e[eb];
             for (int ci = 1; ci < c; ci++) sum = sum + e[eb + ci];
             int ci = 0;
@@ -397,6 +402,38 @@ final class PlanKernels {
         }
     }
 
+    /** p[j] = q·k_j for j in [lo, hi]: q[0]·k[0], then + q[e]·k[e] in increasing e, LANES keys side by side. */
+    static void dotsT(float[] q, int qOff, float[] kt, int l, int hd, int lo, int hi, float[] p) {
+        int j = lo;
+        for (; j + 4 * LANES <= hi + 1; j += 4 * LANES) {  // four independent chains at once
+            float q0 = q[qOff];
+            FloatVector a0 = FloatVector.fromArray(FS, kt, j).mul(q0), a1 = FloatVector.fromArray(FS, kt, j + LANES).mul(q0),
+                    a2 = FloatVector.fromArray(FS, kt, j + 2 * LANES).mul(q0), a3 = FloatVector.fromArray(FS, kt, j + 3 * LANES).mul(q0);
+            for (int e = 1; e < hd; e++) {
+                float qe = q[qOff + e];
+                int r = e * l + j;
+                a0 = a0.add(FloatVector.fromArray(FS, kt, r).mul(qe));
+                a1 = a1.add(FloatVector.fromArray(FS, kt, r + LANES).mul(qe));
+                a2 = a2.add(FloatVector.fromArray(FS, kt, r + 2 * LANES).mul(qe));
+                a3 = a3.add(FloatVector.fromArray(FS, kt, r + 3 * LANES).mul(qe));
+            }
+            a0.intoArray(p, j);
+            a1.intoArray(p, j + LANES);
+            a2.intoArray(p, j + 2 * LANES);
+            a3.intoArray(p, j + 3 * LANES);
+        }
+        for (; j + LANES <= hi + 1; j += LANES) {
+            FloatVector acc = FloatVector.fromArray(FS, kt, j).mul(q[qOff]);
+            for (int e = 1; e < hd; e++) acc = acc.add(FloatVector.fromArray(FS, kt, e * l + j).mul(q[qOff + e]));
+            acc.intoArray(p, j);
+        }
+        for (; j <= hi; j++) {
+            float dot = q[qOff] * kt[j];
+            for (int e = 1; e < hd; e++) dot = dot + q[qOff + e] * kt[e * l + j];
+            p[j] = dot;
+        }
+    }
+
     /**
      * As Kernels.probsRow, in float, with the keys transposed ({@code kt} from {@link #transposeKeys}): the dot
      * products of LANES consecutive keys run side by side in vector lanes, each still
@@ -406,36 +443,7 @@ final class PlanKernels {
         int l = g.l(), hi = g.hi(row), hd = g.hd();
         Arrays.fill(p, 0, l, 0f);
         int lo = (int) g.lo(row);
-        if (hd > 0 && lo <= hi) {
-            int j = lo;
-            for (; j + 4 * LANES <= hi + 1; j += 4 * LANES) {  // four independent chains at once
-                float q0 = q[qOff];
-                FloatVector a0 = FloatVector.fromArray(FS, kt, j).mul(q0), a1 = FloatVector.fromArray(FS, kt, j + LANES).mul(q0),
-                        a2 = FloatVector.fromArray(FS, kt, j + 2 * LANES).mul(q0), a3 = FloatVector.fromArray(FS, kt, j + 3 * LANES).mul(q0);
-                for (int e = 1; e < hd; e++) {
-                    float qe = q[qOff + e];
-                    int r = e * l + j;
-                    a0 = a0.add(FloatVector.fromArray(FS, kt, r).mul(qe));
-                    a1 = a1.add(FloatVector.fromArray(FS, kt, r + LANES).mul(qe));
-                    a2 = a2.add(FloatVector.fromArray(FS, kt, r + 2 * LANES).mul(qe));
-                    a3 = a3.add(FloatVector.fromArray(FS, kt, r + 3 * LANES).mul(qe));
-                }
-                a0.intoArray(p, j);
-                a1.intoArray(p, j + LANES);
-                a2.intoArray(p, j + 2 * LANES);
-                a3.intoArray(p, j + 3 * LANES);
-            }
-            for (; j + LANES <= hi + 1; j += LANES) {
-                FloatVector acc = FloatVector.fromArray(FS, kt, j).mul(q[qOff]);
-                for (int e = 1; e < hd; e++) acc = acc.add(FloatVector.fromArray(FS, kt, e * l + j).mul(q[qOff + e]));
-                acc.intoArray(p, j);
-            }
-            for (; j <= hi; j++) {
-                float dot = q[qOff] * kt[j];
-                for (int e = 1; e < hd; e++) dot = dot + q[qOff + e] * kt[e * l + j];
-                p[j] = dot;
-            }
-        }
+        if (hd > 0 && lo <= hi) dotsT(q, qOff, kt, l, hd, lo, hi, p);
         float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
         boolean any = hasSink;
         float alpha = g.alpha(), cap = g.cap();
@@ -458,8 +466,7 @@ final class PlanKernels {
         if (!any) return 0f;
         float es = hasSink ? KinaMath.exp(sink - m) : 0f, z = es;
         int j = lo;
-        for (; j + LANES <= hi + 1; j += LANES) KinaMath.exp(FloatVector.fromArray(FS, p, j).sub(m)).intoArray(p, j);
-        for (; j <= hi; j++) p[j] = KinaMath.exp(p[j] - m);
+        KinaMath.expMinus(p, lo, m, p, lo, hi + 1 - lo);
         boolean first = !hasSink;
         for (j = lo; j <= hi; j++) {                    // Z: a sequential fold in increasing j
             z = first ? p[j] : z + p[j];
@@ -488,37 +495,42 @@ final class PlanKernels {
                 probsRowT(g, qa, qOff, kt, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
                 int lo = (int) g.lo(row), hi = g.hi(row);
                 if (lo > hi) { Arrays.fill(y, qOff, qOff + hd, 0f); continue; }
-                int e = 0;
-                for (; e + 4 * LANES <= hd; e += 4 * LANES) {  // four independent chains at once
-                    int v0 = kBase + lo * vStride + e;
-                    float p0 = p[lo];
-                    FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(p0), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(p0),
-                            a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(p0), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(p0);
-                    for (int j = lo + 1; j <= hi; j++) {
-                        int vj = kBase + j * vStride + e;
-                        float pj = p[j];
-                        a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pj));
-                        a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pj));
-                        a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pj));
-                        a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pj));
-                    }
-                    a0.intoArray(y, qOff + e);
-                    a1.intoArray(y, qOff + e + LANES);
-                    a2.intoArray(y, qOff + e + 2 * LANES);
-                    a3.intoArray(y, qOff + e + 3 * LANES);
-                }
-                for (; e + LANES <= hd; e += LANES) {
-                    FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[lo]);
-                    for (int j = lo + 1; j <= hi; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[j]));
-                    acc.intoArray(y, qOff + e);
-                }
-                for (; e < hd; e++) {
-                    float acc = p[lo] * va[kBase + lo * vStride + e];
-                    for (int j = lo + 1; j <= hi; j++) acc = acc + p[j] * va[kBase + j * vStride + e];
-                    y[qOff + e] = acc;
-                }
+                pvRow(p, lo, hi, va, kBase, vStride, hd, y, qOff);
             }
         });
+    }
+
+    /** y[qOff + e] = p[lo]·v[lo, e], then + p[j]·v[j, e] for j = lo + 1 … hi (lanes over e). */
+    static void pvRow(float[] p, int lo, int hi, float[] va, int kBase, int vStride, int hd, float[] y, int qOff) {
+        int e = 0;
+        for (; e + 4 * LANES <= hd; e += 4 * LANES) {  // four independent chains at once
+            int v0 = kBase + lo * vStride + e;
+            float p0 = p[lo];
+            FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(p0), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(p0),
+                    a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(p0), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(p0);
+            for (int j = lo + 1; j <= hi; j++) {
+                int vj = kBase + j * vStride + e;
+                float pj = p[j];
+                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pj));
+                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pj));
+                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pj));
+                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pj));
+            }
+            a0.intoArray(y, qOff + e);
+            a1.intoArray(y, qOff + e + LANES);
+            a2.intoArray(y, qOff + e + 2 * LANES);
+            a3.intoArray(y, qOff + e + 3 * LANES);
+        }
+        for (; e + LANES <= hd; e += LANES) {
+            FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[lo]);
+            for (int j = lo + 1; j <= hi; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[j]));
+            acc.intoArray(y, qOff + e);
+        }
+        for (; e < hd; e++) {
+            float acc = p[lo] * va[kBase + lo * vStride + e];
+            for (int j = lo + 1; j <= hi; j++) acc = acc + p[j] * va[kBase + j * vStride + e];
+            y[qOff + e] = acc;
+        }
     }
 
     /** As Kernels.attentionProbs: σ++[H, rows, l] probabilities, or σ++[H, rows, 1] sink shares. */
