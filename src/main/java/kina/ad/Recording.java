@@ -28,6 +28,7 @@ public final class Recording implements Ops<Var> {
     private final List<Let> lets = new ArrayList<>();
     private final Set<Var> unnamed = new HashSet<>();
     private final Map<Var, Var> renamed = new HashMap<>();     // a recorded Var → the name it was given
+    private final Map<Var, Integer> defAt = new HashMap<>();   // a recorded Var → the index of its let
     private int counter;
 
     /**
@@ -39,8 +40,16 @@ public final class Recording implements Ops<Var> {
         this.taken = new HashSet<>(taken);
     }
 
-    /** The lets recorded so far, in order. */
-    public List<Let> lets() { return List.copyOf(lets); }
+    /**
+     * The lets recorded so far, in order, every operand under its final name (renames by
+     * {@link #named} are applied here, once, rather than by rewriting the recorded lets at each
+     * rename, which made recording quadratic in the program size).
+     */
+    public List<Let> lets() {
+        List<Let> out = new ArrayList<>(lets.size());
+        for (Let l : lets) out.add(renamed.isEmpty() ? l : l.withRhs(Instrs.mapOperands((Instr) l.rhs(), this::resolve)));
+        return out;
+    }
 
     /** A name not used anywhere in the program nor recorded yet; reserves it. */
     public String fresh(String stem) {
@@ -69,6 +78,7 @@ public final class Recording implements Ops<Var> {
         do { n = "t" + counter++; } while (taken.contains(n));
         taken.add(n);
         Var v = new Var(n);
+        defAt.put(v, lets.size());
         lets.add(Let.typed(v, ins, t));
         types.put(v, t);
         unnamed.add(v);
@@ -79,14 +89,10 @@ public final class Recording implements Ops<Var> {
         Var x = resolve(given);
         if (!unnamed.remove(x)) return x;                 // a primal, the seed, or already named
         Var nv = new Var(fresh(name));
-        int at = -1;
-        for (int i = 0; i < lets.size(); i++) if (lets.get(i).binders().contains(x)) { at = i; break; }
+        int at = defAt.remove(x);                         // readers recorded since are renamed in lets()
         Let def = lets.get(at);
         lets.set(at, Let.typed(nv, def.rhs(), def.type()));
-        for (int i = at + 1; i < lets.size(); i++) {
-            Let l = lets.get(i);
-            lets.set(i, l.withRhs(Instrs.mapOperands((Instr) l.rhs(), v -> v.equals(x) ? nv : v)));
-        }
+        defAt.put(nv, at);
         types.put(nv, types.remove(x));
         renamed.put(x, nv);
         return nv;
