@@ -202,14 +202,7 @@ final class PlanKernels {
     static void sum(float[] a, float[] y, int outer, int c, int inner) {
         if (c == 0) { Arrays.fill(y, 0, outer * inner, 0f); return; }
         if (inner == 1) {
-            range(outer, c, (f, t) -> {
-                for (int o = f; o < t; o++) {
-                    int base = o * c;
-                    float acc = a[base];
-                    for (int ci = 1; ci < c; ci++) acc += a[base + ci];
-                    y[o] = acc;
-                }
-            });
+            range(outer, c, (f, t) -> foldRows(a, y, f, t, c));
             return;
         }
         for (int o = 0; o < outer; o++) {
@@ -219,6 +212,27 @@ final class PlanKernels {
                 int src = in + ci * inner;
                 for (int i = 0; i < inner; i++) y[out + i] += a[src + i];
             }
+        }
+    }
+
+    /**
+     * y[o] = a[o·c] + a[o·c + 1] + … in increasing index (each row's sequential fold), rows o in
+     * [from, to). Four rows advance together: four independent chains hide the add latency that a
+     * single fold waits on, and no row's order changes.
+     */
+    static void foldRows(float[] a, float[] y, int from, int to, int c) {
+        int o = from;
+        for (; o + 4 <= to; o += 4) {
+            int b0 = o * c, b1 = b0 + c, b2 = b1 + c, b3 = b2 + c;
+            float s0 = a[b0], s1 = a[b1], s2 = a[b2], s3 = a[b3];
+            for (int ci = 1; ci < c; ci++) { s0 += a[b0 + ci]; s1 += a[b1 + ci]; s2 += a[b2 + ci]; s3 += a[b3 + ci]; }
+            y[o] = s0; y[o + 1] = s1; y[o + 2] = s2; y[o + 3] = s3;
+        }
+        for (; o < to; o++) {
+            int base = o * c;
+            float acc = a[base];
+            for (int ci = 1; ci < c; ci++) acc += a[base + ci];
+            y[o] = acc;
         }
     }
 
@@ -290,38 +304,49 @@ final class PlanKernels {
         return m;
     }
 
-    /** Per-thread scratch row of log_softmax's exps (never y: the last pass still reads x). */
-    private static final ThreadLocal<float[]> EXP_ROW = ThreadLocal.withInitial(() -> new float[0]);
+    /** Per-thread scratch rows of softmax's exps (log_softmax: never y, the last pass still reads x). */
+    private static final ThreadLocal<float[]> EXP_ROWS = ThreadLocal.withInitial(() -> new float[0]);
+
+    /** Rows that softmaxRows takes together: their sequential sums run as independent chains. */
+    static final int ROW_BLOCK = 4;
 
     /**
      * {@link #softmax} of contiguous rows [from, to) of width c: the same steps; the max (see
-     * {@link #rowMax}), the exps and the last pass in vector lanes, the sum a sequential scalar fold.
+     * {@link #rowMax}), the exps and the last pass in vector lanes, each row's sum a sequential
+     * scalar fold ({@link #foldRows}, several rows side by side).
      */
     static void softmaxRows(float[] a, float[] y, int from, int to, int c, boolean log) {
-        float[] e = y;
-        if (log) {
-            e = EXP_ROW.get();
-            if (e.length < c) { e = new float[c]; EXP_ROW.set(e); }
-        }
-        int vc = c / LANES * LANES;
-        for (int row = from; row < to; row++) {
-            int base = row * c, eb = log ? 0 : base;
-            float m = rowMax(a, base, c);
-            KinaMath.expMinus(a, base, m, e, eb, c);
-            float sum = e[eb];
-            for (int ci = 1; ci < c; ci++) sum = sum + e[eb + ci];
-            int ci = 0;
-            if (log) {
-                float l = (float) StrictMath.log(sum);
-                for (; ci + LANES <= c; ci += LANES)
-                    FloatVector.fromArray(FS, a, base + ci).sub(m).sub(l).intoArray(y, base + ci);
-                for (; ci < c; ci++) y[base + ci] = (a[base + ci] - m) - l;
-            } else {
-                for (; ci + LANES <= c; ci += LANES)
-                    FloatVector.fromArray(FS, y, base + ci).div(sum).intoArray(y, base + ci);
-                for (; ci < c; ci++) y[base + ci] = y[base + ci] / sum;
+        float[] e = EXP_ROWS.get();
+        if (e.length < ROW_BLOCK * c) { e = new float[ROW_BLOCK * c]; EXP_ROWS.set(e); }
+        float[] m = new float[ROW_BLOCK], sum = new float[ROW_BLOCK];
+        for (int r0 = from; r0 < to; r0 += ROW_BLOCK) {
+            int rows = Math.min(ROW_BLOCK, to - r0);
+            for (int r = 0; r < rows; r++) {
+                int base = (r0 + r) * c;
+                m[r] = rowMax(a, base, c);
+                KinaMath.expMinus(a, base, m[r], e, r * c, c);
+            }
+            foldRows(e, sum, 0, rows, c);
+            for (int r = 0; r < rows; r++) {
+                int base = (r0 + r) * c;
+                if (log) logSoftmaxTail(a, base, c, m[r], (float) StrictMath.log(sum[r]), y);
+                else divideRow(e, r * c, c, sum[r], y, base);
             }
         }
+    }
+
+    /** y[base + i] = (a[base + i] − m) − l for i in [0, c). */
+    static void logSoftmaxTail(float[] a, int base, int c, float m, float l, float[] y) {
+        int ci = 0;
+        for (; ci + LANES <= c; ci += LANES) FloatVector.fromArray(FS, a, base + ci).sub(m).sub(l).intoArray(y, base + ci);
+        for (; ci < c; ci++) y[base + ci] = (a[base + ci] - m) - l;
+    }
+
+    /** y[yo + i] = e[eo + i] / z for i in [0, c). */
+    static void divideRow(float[] e, int eo, int c, float z, float[] y, int yo) {
+        int ci = 0;
+        for (; ci + LANES <= c; ci += LANES) FloatVector.fromArray(FS, e, eo + ci).div(z).intoArray(y, yo + ci);
+        for (; ci < c; ci++) y[yo + ci] = e[eo + ci] / z;
     }
 
     /**
@@ -330,23 +355,47 @@ final class PlanKernels {
      */
     static void rmsnorm(float[] a, float[] w, float[] res, float[] y, int rows, int dd, float eps) {
         range(rows, dd * 4, (f, t) -> {
-            float[] u = new float[dd];
-            for (int row = f; row < t; row++) {
-                int base = row * dd;
-                float ss = 0;
-                for (int c = 0; c < dd; c++) {
-                    float uc = res == null ? a[base + c] : a[base + c] + res[base + c];
-                    u[c] = uc;
-                    float sq = uc * uc;
-                    ss = c == 0 ? sq : ss + sq;
-                }
-                float q = 1f / (float) StrictMath.sqrt(ss / dd + eps);
-                for (int c = 0; c < dd; c++) {
-                    float v = u[c] * q;
-                    y[base + c] = w == null ? v : v * w[c];
+            float[] u = new float[ROW_BLOCK * dd], sq = new float[ROW_BLOCK * dd], ss = new float[ROW_BLOCK];
+            for (int r0 = f; r0 < t; r0 += ROW_BLOCK) {
+                int n = Math.min(ROW_BLOCK, t - r0);
+                for (int r = 0; r < n; r++) squares(a, res, (r0 + r) * dd, dd, u, sq, r * dd);
+                foldRows(sq, ss, 0, n, dd);                    // Σ u² per row, sequential, rows side by side
+                for (int r = 0; r < n; r++) {
+                    float q = 1f / (float) StrictMath.sqrt(ss[r] / dd + eps);
+                    scaleRow(u, r * dd, q, w, y, (r0 + r) * dd, dd);
                 }
             }
         });
+    }
+
+    /** u[o + c] = a[base + c] (+ res[base + c]), sq[o + c] = u² (rounded), c in [0, dd). */
+    static void squares(float[] a, float[] res, int base, int dd, float[] u, float[] sq, int o) {
+        int c = 0;
+        for (; c + LANES <= dd; c += LANES) {
+            FloatVector uc = FloatVector.fromArray(FS, a, base + c);
+            if (res != null) uc = uc.add(FloatVector.fromArray(FS, res, base + c));
+            uc.intoArray(u, o + c);
+            uc.mul(uc).intoArray(sq, o + c);
+        }
+        for (; c < dd; c++) {
+            float uc = res == null ? a[base + c] : a[base + c] + res[base + c];
+            u[o + c] = uc;
+            sq[o + c] = uc * uc;
+        }
+    }
+
+    /** y[yo + c] = u[uo + c]·q (·w[c]), c in [0, dd). */
+    static void scaleRow(float[] u, int uo, float q, float[] w, float[] y, int yo, int dd) {
+        int c = 0;
+        for (; c + LANES <= dd; c += LANES) {
+            FloatVector v = FloatVector.fromArray(FS, u, uo + c).mul(q);
+            if (w != null) v = v.mul(FloatVector.fromArray(FS, w, c));
+            v.intoArray(y, yo + c);
+        }
+        for (; c < dd; c++) {
+            float v = u[uo + c] * q;
+            y[yo + c] = w == null ? v : v * w[c];
+        }
     }
 
     /** As Kernels.rope: x batch·[t, w], tables [L, half]; heads of width hd rotate their first 2·half dims. */
@@ -355,15 +404,26 @@ final class PlanKernels {
         range(batch * t, w * 4, (f, to) -> {
             for (int bt = f; bt < to; bt++) {
                 int row = bt % t, base = bt * w, tab = (start + row) * half;
-                for (int h = 0; h < heads; h++)
-                    for (int i = 0; i < half; i++) {
-                        int lo = base + h * hd + i, hi = lo + half;
-                        float c = cs[tab + i], sv = sn[tab + i], xa = a[lo], xb = a[hi];
-                        y[lo] = xa * c - xb * sv;
-                        y[hi] = xb * c + xa * sv;
-                    }
+                for (int h = 0; h < heads; h++) ropeHead(a, cs, sn, y, base + h * hd, tab, half);
             }
         });
+    }
+
+    /** One head's rotation: y[lo] = xa·c − xb·s, y[hi] = xb·c + xa·s (each product rounded, then the sum), lanes over i. */
+    static void ropeHead(float[] a, float[] cs, float[] sn, float[] y, int lo0, int tab, int half) {
+        int i = 0;
+        for (; i + LANES <= half; i += LANES) {
+            FloatVector c = FloatVector.fromArray(FS, cs, tab + i), sv = FloatVector.fromArray(FS, sn, tab + i);
+            FloatVector xa = FloatVector.fromArray(FS, a, lo0 + i), xb = FloatVector.fromArray(FS, a, lo0 + half + i);
+            xa.mul(c).sub(xb.mul(sv)).intoArray(y, lo0 + i);
+            xb.mul(c).add(xa.mul(sv)).intoArray(y, lo0 + half + i);
+        }
+        for (; i < half; i++) {
+            int lo = lo0 + i, hi = lo + half;
+            float c = cs[tab + i], sv = sn[tab + i], xa = a[lo], xb = a[hi];
+            y[lo] = xa * c - xb * sv;
+            y[hi] = xb * c + xa * sv;
+        }
     }
 
     // ---- attention -------------------------------------------------------------------------------
