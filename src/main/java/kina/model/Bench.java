@@ -58,8 +58,8 @@ public final class Bench {
     /** The plan's profile lines after one line giving its arena (the step's reused buffers). */
     static List<String> arenaFirst(Plan plan) {
         List<String> lines = new ArrayList<>();
-        lines.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse)",
-                plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6));
+        lines.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse), constants %.1f MB",
+                plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6, plan.constantBytes() / 1e6));
         lines.addAll(plan.profileReport());
         return lines;
     }

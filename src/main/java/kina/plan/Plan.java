@@ -3,10 +3,12 @@ package kina.plan;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import kina.eval.EvalError;
 import kina.eval.Tensor;
 import kina.ir.DType;
@@ -119,6 +121,7 @@ public final class Plan {
         int nSlots = ir.slots.size(), n = ops.size();
         List<Object> buffers = arena.allocate();
         Object[] bufs = new Object[nSlots];
+        Map<String, Object> fills = new java.util.HashMap<>();
         for (int s = 0; s < nSlots; s++) {
             Flatten.Slot sl = ir.slots.get(s);
             switch (sl.origin()) {
@@ -126,7 +129,11 @@ public final class Plan {
                 case CONST -> {
                     Flatten.Const c = ir.constants.get(s);
                     int size = (int) sl.type().shape().vol();
+                    // Fills of one type and value share one buffer (kernels never write constants).
+                    String key = c.payload() == null ? sl.type() + "=" + Double.doubleToRawLongBits(c.fill()) : null;
+                    if (key != null && fills.containsKey(key)) { bufs[s] = fills.get(key); continue; }
                     Object b = Kind.of(sl.type().dtype()).allocate(Math.max(1, size));
+                    if (key != null) fills.put(key, b);
                     if (c.payload() == null) {
                         switch (b) {                                  // the value Kernels.fill would hold
                             case float[] f -> Arrays.fill(f, (float) c.fill());
@@ -321,6 +328,20 @@ public final class Plan {
 
     /** Buffers in the arena. */
     public int arenaBuffers() { return arenaBuffers; }
+
+    /** Bytes of the constants (literals and fills) the plan materialises once, besides the arena. */
+    public long constantBytes() {
+        long b = 0;
+        Set<String> fills = new HashSet<>();
+        for (int s = 0; s < ir.slots.size(); s++) {
+            Flatten.Slot sl = ir.slots.get(s);
+            if (sl.origin() != Flatten.Origin.CONST) continue;
+            Flatten.Const c = ir.constants.get(s);
+            if (c.payload() == null && !fills.add(sl.type() + "=" + Double.doubleToRawLongBits(c.fill()))) continue;
+            b += bytes(sl.type());
+        }
+        return b;
+    }
 
     /** Times every step by instruction kind from now on (see {@link #profileReport}). */
     public synchronized void profile(boolean on) {
