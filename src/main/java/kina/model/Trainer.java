@@ -25,7 +25,9 @@ import kina.syntax.Parser;
 /**
  * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
  * gradients, clipping and the optimizer update) run with new inputs each step by the compiled plan
- * (kina.plan, the default) or the host interpreter, which give the same bits. Deterministic: the
+ * (kina.plan, the default) or the host interpreter, which give the same bits. The weights and
+ * optimizer moments are carried by the step from run to run ({@link Runner}, Plan.carry): with the
+ * plan they stay in its float buffers and become Tensors only to validate and to checkpoint. Deterministic: the
  * batch of step s depends only on (seed, s) and the learning rate only on (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
  */
 public final class Trainer {
