@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import kina.eval.Interpreter;
 import kina.eval.Kernels;
 import kina.eval.Parallel;
 import kina.eval.Tensor;
@@ -19,7 +18,7 @@ import kina.plan.Plan;
 
 /**
  * Times the AdamW training step of a config on random byte batches: 2 warm-up steps, then N timed
- * steps, each fed the previous step's weights and moments (as training does). With the plan engine
+ * steps, each fed the previous step's weights and moments (carried by the step, as training does). With the plan engine
  * it can also time every step by instruction kind.
  */
 public final class Bench {
@@ -75,18 +74,22 @@ public final class Bench {
         Parallel.setThreads(threads);
         Optimizer.AdamW opt = new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
         Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
-        Plan plan = engine == Trainer.Engine.PLAN ? Plan.compile(p) : null;
+        Trainer.Runner step = engine.compile(p);
+        Plan plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
         List<StoryLm.Weight> ws = StoryLm.weights(c);
-        Map<String, Tensor> w = Trainer.init(c, 1), state = new LinkedHashMap<>();
+        Map<String, Integer> carried = new LinkedHashMap<>();     // weights and moments, as training carries them
+        for (StoryLm.Weight wt : ws) carried.put(wt.name(), carried.size());
+        for (String st : opt.state()) for (StoryLm.Weight wt : ws) carried.put(st + "_" + wt.name(), carried.size());
+        step.carry(carried);
+        Trainer.init(c, 1).forEach(step::set);
         for (String st : opt.state())
-            for (StoryLm.Weight wt : ws) state.put(st + "_" + wt.name(), Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
+            for (StoryLm.Weight wt : ws) step.set(st + "_" + wt.name(), Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
         Tensor[] tables = Trainer.ropeTables(c);
         SplittableRandom rng = new SplittableRandom(42);
         double[] ms = new double[steps];
         for (int s = 0; s < WARMUP + steps; s++) {
             if (plan != null && profile && s == WARMUP) plan.profile(true);
-            Map<String, Tensor> in = new HashMap<>(w);
-            in.putAll(state);
+            Map<String, Tensor> in = new HashMap<>();
             long[] ids = new long[batch * c.seq()], tg = new long[batch * c.seq()];
             for (int i = 0; i < ids.length; i++) { ids[i] = rng.nextInt(256); tg[i] = rng.nextInt(256); }
             in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, batch, c.seq()), ids));
@@ -97,12 +100,9 @@ public final class Bench {
             in.put("bc1", Trainer.scalar(1 / (1 - Math.pow(opt.beta1(), s + 1))));
             in.put("bc2", Trainer.scalar(1 / (1 - Math.pow(opt.beta2(), s + 1))));
             long t0 = System.nanoTime();
-            List<Tensor> out = plan != null ? plan.run(in) : Trainer.flatten(new Interpreter(in).run(p));
+            step.run(in);
             long t1 = System.nanoTime();
             if (s >= WARMUP) ms[s - WARMUP] = (t1 - t0) / 1e6;
-            int k = 0;
-            for (StoryLm.Weight wt : ws) w.put(wt.name(), out.get(k++));
-            for (String st : opt.state()) for (StoryLm.Weight wt : ws) state.put(st + "_" + wt.name(), out.get(k++));
         }
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
@@ -120,7 +120,8 @@ public final class Bench {
     static Result runToy(Config c, int steps, int threads, Trainer.Engine engine, boolean profile) {
         Parallel.setThreads(threads);
         Program p = Trainer.compile("<storylm0 train step>", StoryLm.toyTrainStep(c));
-        Plan plan = engine == Trainer.Engine.PLAN ? Plan.compile(p) : null;
+        Trainer.Runner step = engine.compile(p);
+        Plan plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
         int v = c.vocab(), d = c.dModel(), t = c.seq();
         SplittableRandom init = new SplittableRandom(1);
         String[] names = {"emb", "mask", "scale", "wq", "wk", "wv", "wo", "lm_head"};
@@ -137,22 +138,25 @@ public final class Bench {
                 };
             w.put(names[k], Tensor.ofFloats(TensorType.host(DType.F32, shapes[k]), x));
         }
+        Map<String, Integer> carried = new LinkedHashMap<>();      // result k feeds names[k]
+        for (int k = 0; k < names.length; k++) carried.put(names[k], k);
+        step.carry(carried);
+        w.forEach(step::set);
         Tensor lr = Trainer.scalar((double) (float) 0.1);
         SplittableRandom rng = new SplittableRandom(42);
         double[] ms = new double[steps];
         for (int s = 0; s < TOY_WARMUP + steps; s++) {
             if (plan != null && profile && s == TOY_WARMUP) plan.profile(true);
-            Map<String, Tensor> in = new HashMap<>(w);
+            Map<String, Tensor> in = new HashMap<>();
             long[] ids = new long[t], tg = new long[t];
             for (int i = 0; i < t; i++) { ids[i] = rng.nextInt(v); tg[i] = rng.nextInt(v); }
             in.put("token_ids", Tensor.ofInts(TensorType.host(DType.I64, 1, t), ids));
             in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, 1, t), tg));
             in.put("lr", lr);
             long t0 = System.nanoTime();
-            List<Tensor> out = plan != null ? plan.run(in) : Trainer.flatten(new Interpreter(in).run(p));
+            step.run(in);
             long t1 = System.nanoTime();
             if (s >= TOY_WARMUP) ms[s - TOY_WARMUP] = (t1 - t0) / 1e6;
-            for (int k = 0; k < names.length; k++) w.put(names[k], out.get(k));
         }
         double[] sorted = ms.clone();
         Arrays.sort(sorted);

@@ -25,7 +25,9 @@ import kina.syntax.Parser;
 /**
  * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
  * gradients, clipping and the optimizer update) run with new inputs each step by the compiled plan
- * (kina.plan, the default) or the host interpreter, which give the same bits. Deterministic: the
+ * (kina.plan, the default) or the host interpreter, which give the same bits. The weights and
+ * optimizer moments are carried by the step from run to run ({@link Runner}, Plan.carry): with the
+ * plan they stay in its float buffers and become Tensors only to validate and to checkpoint. Deterministic: the
  * batch of step s depends only on (seed, s) and the learning rate only on (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
  */
 public final class Trainer {
@@ -59,21 +61,78 @@ public final class Trainer {
             };
         }
 
-        /** Compiles {@code p} for this engine: a function from inputs to the flattened result. */
+        /** Compiles {@code p} for this engine: a function from inputs to the flattened result, which may carry state. */
         public Runner compile(Program p) {
             return switch (this) {
-                case PLAN -> {
-                    Plan plan = Plan.compile(p);
-                    yield plan::run;
-                }
-                case INTERPRETER -> in -> flatten(new Interpreter(in).run(p));
+                case PLAN -> new PlanRunner(Plan.compile(p));
+                case INTERPRETER -> new InterpreterRunner(p);
             };
         }
     }
 
-    /** A compiled program: inputs by name to the flattened result. */
-    public interface Runner {
+    /**
+     * A compiled program: inputs by name to the flattened result, with {@link Plan#carry}'s contract
+     * for state carried from run to run (the trainer carries weights and optimizer moments). Once
+     * {@link #carry} is called, {@link #run} takes only the inputs that are not carried and returns
+     * only the outputs that are not carried.
+     */
+    public sealed interface Runner permits PlanRunner, InterpreterRunner {
+        /** After every run, output k (an index into the flattened result) becomes input name's value. */
+        void carry(Map<String, Integer> inputToOutput);
+
+        /** Sets carried input {@code name}. */
+        void set(String name, Tensor value);
+
+        /** The value of carried input {@code name} (a fresh Tensor). */
+        Tensor get(String name);
+
+        /** One run: the inputs that are not carried to the outputs that are not carried. */
         List<Tensor> run(Map<String, Tensor> inputs);
+    }
+
+    /** The plan engine: carried values stay in the plan's float buffers between runs. */
+    record PlanRunner(Plan plan) implements Runner {
+        public void carry(Map<String, Integer> inputToOutput) { plan.carry(inputToOutput); }
+        public void set(String name, Tensor value) { plan.set(name, value); }
+        public Tensor get(String name) { return plan.get(name); }
+        public List<Tensor> run(Map<String, Tensor> inputs) { return plan.run(inputs); }
+    }
+
+    /** The interpreter engine: carried values are kept as the Tensors the interpreter returned. */
+    static final class InterpreterRunner implements Runner {
+        private final Program p;
+        private Map<String, Integer> carry = Map.of();
+        private java.util.Set<Integer> carriedOutputs = java.util.Set.of();
+        private final Map<String, Tensor> values = new HashMap<>();
+
+        InterpreterRunner(Program p) { this.p = p; }
+
+        public void carry(Map<String, Integer> inputToOutput) {
+            carry = new LinkedHashMap<>(inputToOutput);
+            carriedOutputs = java.util.Set.copyOf(inputToOutput.values());
+            values.clear();
+        }
+
+        public void set(String name, Tensor value) {
+            if (!carry.containsKey(name)) throw new kina.ir.KinaException(null, "carry: " + name + " is not a carried input");
+            values.put(name, value);
+        }
+
+        public Tensor get(String name) {
+            Tensor t = values.get(name);
+            if (t == null) throw new kina.ir.KinaException(null, "carry: " + name + " is not a carried input with a value");
+            return t;
+        }
+
+        public List<Tensor> run(Map<String, Tensor> inputs) {
+            Map<String, Tensor> in = new HashMap<>(inputs);
+            in.putAll(values);
+            List<Tensor> all = flatten(new Interpreter(in).run(p));
+            carry.forEach((name, k) -> values.put(name, all.get(k)));
+            List<Tensor> out = new ArrayList<>();
+            for (int k = 0; k < all.size(); k++) if (!carriedOutputs.contains(k)) out.add(all.get(k));
+            return out;
+        }
     }
 
     /** The outcome of a run. */
@@ -163,7 +222,7 @@ public final class Trainer {
         Batches valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
         double baseline = corpus.unigramEntropyNats();
 
-        Map<String, Tensor> w;
+        Map<String, Tensor> w = new LinkedHashMap<>();
         Map<String, Tensor> state = new LinkedHashMap<>();
         List<double[]> trainCurve = new ArrayList<>(), valCurve = new ArrayList<>();
         long start = 0;
@@ -173,14 +232,14 @@ public final class Trainer {
                 throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
             ck.requireWeights(types(""));
             ck.requireMoments(stateTypes());
-            w = new LinkedHashMap<>(ck.weights());
+            w.putAll(ck.weights());
             state.putAll(ck.moments());
             start = ck.state().step();
             trainCurve.addAll(ck.state().trainLoss());
             valCurve.addAll(ck.state().valLoss());
             log.printf(Locale.ROOT, "resuming %s from %s at step %d%n", c.name(), ck.dir(), start);
         } else {
-            w = init(c, o.seed());
+            w.putAll(init(c, o.seed()));
             for (String st : o.optimizer().state())
                 for (StoryLm.Weight wt : weights)
                     state.put(st + "_" + wt.name(), kina.eval.Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
@@ -188,14 +247,21 @@ public final class Trainer {
         log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, %s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
                 o.engine().name().toLowerCase(Locale.ROOT));
+        // Weights and moments are carried by the step from run to run (in the plan's float buffers);
+        // they come out as Tensors only to validate and to save.
+        step.carry(carried());
+        w.forEach(step::set);
+        state.forEach(step::set);
+        List<String> wNames = List.copyOf(w.keySet()), stateNames = List.copyOf(state.keySet());   // the order checkpoints are written in
+        w = null;                                        // the Tensors are garbage from here on
+        state = null;
         Path lastCk = null;
         double lastLoss = Double.NaN, lastVal = valCurve.isEmpty() ? Double.NaN : valCurve.getLast()[1];
         long tokensPerStep = (long) o.batch() * c.seq();
         try (Progress bar = new Progress(o.progress(), "train " + c.name(), start, o.steps(), tokensPerStep,
                 Math.max(1, o.steps() / 50), log)) {
             for (long s = start; s < o.steps(); s++) {
-                Map<String, Tensor> in = new HashMap<>(w);
-                in.putAll(state);
+                Map<String, Tensor> in = new HashMap<>();
                 batchInputs(train.at(s), in);
                 double lr = lrAt(s);
                 in.put("lr", scalar(lr));
@@ -206,22 +272,21 @@ public final class Trainer {
                     in.put("bc1", scalar(1));
                     in.put("bc2", scalar(1));
                 }
-                List<Tensor> out = step.run(in);
-                int k = 0;
-                for (StoryLm.Weight wt : weights) w.put(wt.name(), out.get(k++));
-                for (String st : o.optimizer().state()) for (StoryLm.Weight wt : weights) state.put(st + "_" + wt.name(), out.get(k++));
-                lastLoss = out.get(k).floats()[0];
+                List<Tensor> out = step.run(in);             // (loss, grad_norm): the rest is carried
+                lastLoss = out.getFirst().floats()[0];
                 if (!Double.isFinite(lastLoss))
                     throw new kina.ir.KinaException(null, "training diverged at step " + (s + 1) + ": loss " + lastLoss + " (lower --lr)");
                 trainCurve.add(new double[] {s + 1, lastLoss});
                 boolean last = s + 1 == o.steps();
-                if ((s + 1) % o.evalEvery() == 0 || last) {
-                    lastVal = validate(eval, valid, w);
+                boolean evaluate = (s + 1) % o.evalEvery() == 0 || last;
+                boolean checkpoint = o.out() != null && ((s + 1) % o.checkpointEvery() == 0 || last);
+                Map<String, Tensor> now = evaluate || checkpoint ? fetch(step, wNames) : null;
+                if (evaluate) {
+                    lastVal = validate(eval, valid, now);
                     valCurve.add(new double[] {s + 1, lastVal});
                 }
                 bar.update(s + 1, lastLoss, lastVal);
-                if (o.out() != null && ((s + 1) % o.checkpointEvery() == 0 || last))
-                    lastCk = save(s + 1, w, state, trainCurve, valCurve);
+                if (checkpoint) lastCk = save(s + 1, now, fetch(step, stateNames), trainCurve, valCurve);
             }
         }
         Path plot = null;
@@ -232,6 +297,22 @@ public final class Trainer {
         long done = Math.max(0, o.steps() - start);
         return new Summary(c, o.steps(), done * tokensPerStep, lastLoss, lastVal, baseline,
                 Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve);
+    }
+
+    /** What the step carries: each weight and optimizer state from its result position (StoryLm.trainStep's order). */
+    private Map<String, Integer> carried() {
+        Map<String, Integer> m = new LinkedHashMap<>();
+        int k = 0;
+        for (String name : types("").keySet()) m.put(name, k++);
+        for (String name : stateTypes().keySet()) m.put(name, k++);
+        return m;
+    }
+
+    /** The current values of carried inputs {@code names}, as Tensors. */
+    private static Map<String, Tensor> fetch(Runner r, Iterable<String> names) {
+        Map<String, Tensor> m = new LinkedHashMap<>();
+        for (String name : names) m.put(name, r.get(name));
+        return m;
     }
 
     /** Mean validation loss over the fixed validation batches. */

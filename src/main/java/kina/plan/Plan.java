@@ -63,6 +63,7 @@ public final class Plan {
     private boolean profile;
     private int runs;                                 // runs profiled since profile(true)
     private final long[] nanos;
+    private Carry carry;                              // null: nothing carried (see carry)
 
     private Plan(Flatten ir, boolean fuse) {
         this.ir = ir;
@@ -351,16 +352,63 @@ public final class Plan {
     }
 
     /**
-     * Runs the plan on {@code inputs} (by Input let name; each must have the declared type) and
-     * returns the flattened result, each a fresh Tensor. Errors are the interpreter's EvalErrors,
-     * located at the let.
+     * Carries state from run to run: after every run that completes, output {@code k} becomes input
+     * {@code name}'s value for the next run ({@code inputToOutput}: input name → index into
+     * {@link #outputs}; the types must be equal; one output may feed several inputs). The values stay
+     * in buffers of the plan (float[] for F32, as the kernels read them) between runs: no Tensor is
+     * made or converted per run. A carried input starts without a value: give it one with
+     * {@link #set}; read it with {@link #get}. {@link #run} then takes only the inputs that are not
+     * carried and returns only the outputs that are not carried. A run that throws leaves the
+     * carried values as they were. Replaces any earlier designation (and its values); an empty map
+     * turns carrying off. Throws PlanError (one line) for an unknown input, an output index out of
+     * range or differing types.
+     */
+    public synchronized void carry(Map<String, Integer> inputToOutput) {
+        carry = inputToOutput.isEmpty() ? null : new Carry(ir, inputToOutput);
+    }
+
+    /**
+     * Sets carried input {@code name} to {@code value} (copied, F32 rounded to float as {@link #run}
+     * does). PlanError if {@code name} is not carried; EvalError (located at the input let) if the
+     * type is not the input's.
+     */
+    public synchronized void set(String name, Tensor value) { carrying(name).set(name, value, ir); }
+
+    /**
+     * The current value of carried input {@code name} (after a run: the output it is fed from) as a
+     * fresh Tensor. PlanError if {@code name} is not carried or has no value yet.
+     */
+    public synchronized Tensor get(String name) { return carrying(name).get(name); }
+
+    /** The carried input names, in designation order (empty when nothing is carried). */
+    public synchronized List<String> carried() {
+        List<String> l = new ArrayList<>();
+        if (carry != null) carry.names().forEach(l::add);
+        return l;
+    }
+
+    private Carry carrying(String name) {
+        if (carry == null) throw new PlanError(null, "carry: " + name + " is not a carried input (nothing is carried)");
+        return carry;
+    }
+
+    /**
+     * Runs the plan on {@code inputs} (by Input let name; each must have the declared type; carried
+     * inputs, see {@link #carry}, come from the plan and must not be given) and returns the flattened
+     * result, each a fresh Tensor, without the carried outputs. Errors are the interpreter's
+     * EvalErrors, located at the let.
      */
     public synchronized List<Tensor> run(Map<String, Tensor> inputs) {
         if (kernels == null) materialize();
+        Carry cs = carry;
         for (int s : inputSlots) {
             Flatten.Slot sl = ir.slots.get(s);
             Let let = ir.inputLets.get(s);
             Tensor x = inputs.get(sl.name());
+            if (cs != null && cs.input(s)) {
+                if (x != null) throw new EvalError("input: " + sl.name() + " is carried by the plan; give it with Plan.set, not to run").at(let);
+                continue;
+            }
             if (x == null) throw new EvalError("input: no payload supplied for " + sl.type()).at(let);
             if (!x.type().equals(sl.type())) throw new EvalError("input: expected " + sl.type() + ", got " + x.type()).at(let);
             Object b = slotBuf[s];
@@ -372,6 +420,7 @@ public final class Plan {
                 default -> throw new IllegalStateException("not a buffer");
             }
         }
+        if (cs != null) cs.copyIn(slotBuf, ir);
         if (profile) runs++;
         for (int i = 0; i < kernels.length; i++) {
             try {
@@ -386,8 +435,11 @@ public final class Plan {
                 throw e.at(ops.get(i).step().let());
             }
         }
+        if (cs != null) cs.copyOut(slotBuf);
         List<Tensor> out = new ArrayList<>(ir.outputs.size());
-        for (int o : ir.outputs) {
+        for (int k = 0; k < ir.outputs.size(); k++) {
+            if (cs != null && cs.output(k)) continue;
+            int o = ir.outputs.get(k);
             Flatten.Slot sl = ir.slots.get(o);
             out.add(sl.origin() == Flatten.Origin.CONST ? ir.constants.get(o).tensor() : Lower.wrap(sl.type(), slotBuf[o]));
         }

@@ -1,0 +1,97 @@
+package kina.plan;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import kina.eval.EvalError;
+import kina.eval.Tensor;
+import kina.ir.TensorType;
+
+/**
+ * The carried state of a {@link Plan} (see {@link Plan#carry}): for each carried input, the output
+ * it is fed from and its value between runs, in a buffer of the plan's kind (float[] for F32)
+ * outside the arena. The arena's input buffer is reused for other values during a run, so the
+ * value is copied in at the start of a run and the output copied out at the end: two array copies,
+ * no Tensor, no conversion.
+ */
+final class Carry {
+
+    /** One carried input: its name, input slot, the output index and slot it is fed from, its value. */
+    private record Entry(String name, int input, int outputIndex, int outputSlot, TensorType type, Object value) {}
+
+    private final Map<String, Entry> byName = new LinkedHashMap<>();
+    private final Map<String, Boolean> hasValue = new LinkedHashMap<>();
+    private final boolean[] carriedInput, carriedOutput;
+
+    /** Validates the designation against the plan's inputs and outputs; values start unset. */
+    Carry(Flatten ir, Map<String, Integer> inputToOutput) {
+        this.carriedInput = new boolean[ir.slots.size()];
+        this.carriedOutput = new boolean[ir.outputs.size()];
+        for (var e : inputToOutput.entrySet()) {
+            String name = e.getKey();
+            Integer k = e.getValue();
+            Integer in = ir.inputs.get(name);
+            if (in == null) throw new PlanError(null, "carry: no input named " + name);
+            if (k == null || k < 0 || k >= ir.outputs.size())
+                throw new PlanError(null, "carry: " + name + " from output " + k + ", but the plan has " + ir.outputs.size() + " outputs");
+            int out = ir.outputs.get(k);
+            TensorType t = ir.slots.get(in).type(), ot = ir.slots.get(out).type();
+            if (!t.equals(ot)) throw new PlanError(null, "carry: input " + name + " is " + t + ", output " + k + " is " + ot);
+            Object buf = Plan.Kind.of(t.dtype()).allocate(Math.max(1, (int) t.shape().vol()));
+            byName.put(name, new Entry(name, in, k, out, t, buf));
+            hasValue.put(name, false);
+            carriedInput[in] = true;
+            carriedOutput[k] = true;
+        }
+    }
+
+    /** Whether input slot {@code slot} is carried. */
+    boolean input(int slot) { return carriedInput[slot]; }
+
+    /** Whether output {@code k} (an index into the flattened result) is carried. */
+    boolean output(int k) { return carriedOutput[k]; }
+
+    /** The carried input names, in designation order. */
+    Iterable<String> names() { return byName.keySet(); }
+
+    private Entry entry(String name) {
+        Entry e = byName.get(name);
+        if (e == null) throw new PlanError(null, "carry: " + name + " is not a carried input (carried: " + String.join(", ", byName.keySet()) + ")");
+        return e;
+    }
+
+    /** Replaces the value of carried input {@code name}; an EvalError if its type differs. */
+    void set(String name, Tensor x, Flatten ir) {
+        Entry e = entry(name);
+        if (x == null) throw new EvalError("input: no payload supplied for " + e.type()).at(ir.inputLets.get(e.input()));
+        if (!x.type().equals(e.type()))
+            throw new EvalError("input: expected " + e.type() + ", got " + x.type()).at(ir.inputLets.get(e.input()));
+        Lower.unwrap(x, e.value());
+        hasValue.put(name, true);
+    }
+
+    /** The value of carried input {@code name} as a fresh Tensor. */
+    Tensor get(String name) {
+        Entry e = entry(name);
+        if (!hasValue.get(name)) throw new PlanError(null, "carry: " + name + " has no value yet (set it first)");
+        return Lower.wrap(e.type(), e.value());
+    }
+
+    /** Copies every carried value into its input's buffer ({@code slotBuf}), before a run; unset ones are refused. */
+    void copyIn(Object[] slotBuf, Flatten ir) {
+        for (Entry e : byName.values()) {
+            if (!hasValue.get(e.name()))
+                throw new EvalError("input: no payload supplied for " + e.type() + " (a carried input: set it first)").at(ir.inputLets.get(e.input()));
+            Object b = slotBuf[e.input()];
+            if (b != null) copy(e.value(), b, e.type());          // null: an input no step reads
+        }
+    }
+
+    /** Copies every carried output into its input's value, after a run that completed. */
+    void copyOut(Object[] slotBuf) {
+        for (Entry e : byName.values()) copy(slotBuf[e.outputSlot()], e.value(), e.type());
+    }
+
+    private static void copy(Object from, Object to, TensorType t) {
+        System.arraycopy(from, 0, to, 0, (int) t.shape().vol());
+    }
+}
