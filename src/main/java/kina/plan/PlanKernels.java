@@ -503,56 +503,118 @@ final class PlanKernels {
     }
 
     /**
-     * As Kernels.probsRow after the dot products: p[pOff + j] holds q·k_j for j in [lo, hi] (garbage
-     * elsewhere, up to {@link #probStride}); leaves the probabilities there and +0.0 in the rest of
-     * [0, l); returns the sink share. Scores u = dot·α (softcap: C·tanh(u / C)); m = Math.max over
-     * (sink, s_lo … s_hi); e_j = exp(s_j − m); Z = e_σ or e_lo, then + e_j in increasing j (a
-     * sequential fold); p_j = e_j / Z. Vector passes run over whole vectors; their extra lanes fall in
+     * As Kernels.probsRow after the dot products, for rows r0 … r0 + nr − 1: p[i·ps + j] holds q·k_j
+     * for j in [lo, hi] of row r0 + i (garbage elsewhere, up to {@link #probStride}); leaves the
+     * probabilities there and +0.0 in the rest of [0, l); share[i] = the sink share. Per row: scores
+     * u = dot·α (softcap: C·tanh(u / C)); m = Math.max over (sink, s_lo … s_hi); e_j = exp(s_j − m);
+     * Z = e_σ or e_lo, then + e_j in increasing j (a sequential fold; RB rows' folds interleaved, see
+     * {@link #zFold4}); p_j = e_j / Z. Vector passes run over whole vectors; their extra lanes fall in
      * the scratch past hi and are zeroed at the end.
      */
-    static float finishRow(Attn g, int row, float[] p, int pOff, float sink, boolean hasSink) {
-        int l = g.l(), hi = g.hi(row), lo = (int) Math.min(g.lo(row), (long) l);
-        int n = hi + 1 - lo;
-        float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
-        boolean any = hasSink;
+    static void finishRows(Attn g, int r0, int nr, float[] p, int ps, float sink, boolean hasSink, float[] share,
+                           int[] los, int[] his, float[] zs) {
+        int l = g.l();
         float alpha = g.alpha(), cap = g.cap();
-        if (cap > 0 || g.hd() == 0) {
-            for (int j = pOff + lo; j <= pOff + hi; j++) {
-                float u = (g.hd() > 0 ? p[j] : 0f) * alpha;
-                float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
-                p[j] = sc;
-                m = any ? Math.max(m, sc) : sc;
+        boolean interleave = nr == RB;
+        float es = 0f;
+        for (int i = 0; i < nr; i++) {
+            int row = r0 + i, pOff = i * ps, hi = g.hi(row), lo = (int) Math.min(g.lo(row), (long) l);
+            int n = hi + 1 - lo;
+            los[i] = lo;
+            his[i] = hi;
+            float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
+            boolean any = hasSink;
+            if (cap > 0 || g.hd() == 0) {
+                for (int j = pOff + lo; j <= pOff + hi; j++) {
+                    float u = (g.hd() > 0 ? p[j] : 0f) * alpha;
+                    float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
+                    p[j] = sc;
+                    m = any ? Math.max(m, sc) : sc;
+                    any = true;
+                }
+            } else if (n > 0) {                        // the same scores and max, in lanes (see rowMax)
+                scaleVec(p, pOff + lo, n, alpha);
+                float pm = rowMax(p, pOff + lo, n);
+                m = any ? Math.max(m, pm) : pm;
                 any = true;
             }
-        } else if (n > 0) {                            // the same scores and max, in lanes (see rowMax)
-            scaleVec(p, pOff + lo, n, alpha);
-            float pm = rowMax(p, pOff + lo, n);
-            m = any ? Math.max(m, pm) : pm;
-            any = true;
+            if (!any) {                                // no position and no sink: +0.0 throughout
+                his[i] = Integer.MIN_VALUE;
+                interleave = false;
+                continue;
+            }
+            es = hasSink ? KinaMath.exp(sink - m) : 0f;
+            share[i] = es;
+            if (n > 0) {
+                expMinusVec(p, pOff + lo, n, m);
+                zs[i] = hasSink ? es + p[pOff + lo] : p[pOff + lo];
+            } else {
+                zs[i] = es;
+                interleave = false;
+            }
         }
-        if (!any) {
-            Arrays.fill(p, pOff, pOff + l, 0f);
-            return 0f;
+        if (interleave && zFold4(p, ps, los, his, zs)) { } else {
+            for (int i = 0; i < nr; i++) {
+                if (his[i] < los[i]) continue;
+                int pOff = i * ps;
+                float z = zs[i];
+                for (int j = pOff + los[i] + 1; j <= pOff + his[i]; j++) z = z + p[j];   // Z: a sequential fold in increasing j
+                zs[i] = z;
+            }
         }
-        float es = hasSink ? KinaMath.exp(sink - m) : 0f, z = es;
-        if (n > 0) {
-            expMinusVec(p, pOff + lo, n, m);
-            z = hasSink ? z + p[pOff + lo] : p[pOff + lo];
-            for (int j = pOff + lo + 1; j <= pOff + hi; j++) z = z + p[j];   // Z: a sequential fold in increasing j
-            divVec(p, pOff + lo, n, z);
+        for (int i = 0; i < nr; i++) {
+            int pOff = i * ps, lo = los[i], hi = his[i];
+            float z = zs[i];
+            if (hi == Integer.MIN_VALUE) {
+                Arrays.fill(p, pOff, pOff + l, 0f);
+                share[i] = 0f;
+                continue;
+            }
+            if (hi >= lo) divVec(p, pOff + lo, hi + 1 - lo, z);
+            Arrays.fill(p, pOff, pOff + lo, 0f);
+            Arrays.fill(p, pOff + Math.max(hi + 1, lo), pOff + l, 0f);
+            share[i] = hasSink ? share[i] / z : 0f;
         }
-        Arrays.fill(p, pOff, pOff + Math.max(lo, 0), 0f);
-        Arrays.fill(p, pOff + Math.max(hi + 1, lo), pOff + l, 0f);
-        return hasSink ? es / z : 0f;
+    }
+
+    /**
+     * Z of RB rows at once: z[i] holds row i's first term (at lo[i]); adds p[i·ps + j] for j = lo[i] + 1
+     * … hi[i] in increasing j, each row's fold sequential as ever, the four chains side by side over
+     * the keys all rows share. False (nothing done) when the ranges share no key past every lo.
+     */
+    static boolean zFold4(float[] p, int ps, int[] lo, int[] hi, float[] z) {
+        int top = Math.max(Math.max(lo[0], lo[1]), Math.max(lo[2], lo[3]));
+        int bot = Math.min(Math.min(hi[0], hi[1]), Math.min(hi[2], hi[3]));
+        if (top > bot) return false;
+        for (int i = 0; i < RB; i++) {                 // each row alone up to the shared start
+            float zi = z[i];
+            for (int j = i * ps + lo[i] + 1; j <= i * ps + top; j++) zi = zi + p[j];
+            z[i] = zi;
+        }
+        float z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
+        for (int j = top + 1; j <= bot; j++) {
+            z0 = z0 + p[j];
+            z1 = z1 + p[ps + j];
+            z2 = z2 + p[2 * ps + j];
+            z3 = z3 + p[3 * ps + j];
+        }
+        z[0] = z0; z[1] = z1; z[2] = z2; z[3] = z3;
+        for (int i = 0; i < RB; i++) {                 // each row alone past the shared end
+            float zi = z[i];
+            for (int j = i * ps + bot + 1; j <= i * ps + hi[i]; j++) zi = zi + p[j];
+            z[i] = zi;
+        }
+        return true;
     }
 
     /**
      * The probability rows r0 … r0 + nr − 1 (nr ≤ RB) of batch bt, head hh into p (row i at
-     * i·ps, +0.0 outside [lo, hi] up to l), their sink shares into share[i]: as Kernels.probsRow.
-     * The dot products of RB rows run in one pass over the union of their key ranges.
+     * i·ps, +0.0 outside [lo, hi] up to l), their sink shares into share[i], their ranges into
+     * los / his: as Kernels.probsRow. The dot products of RB rows run in one pass over the union
+     * of their key ranges.
      */
     static void probsBlock(Attn g, float[] qa, float[] kt, int ks, int bt, int hh, int r0, int nr, float[] sinks,
-                           float[] p, int ps, float[] share) {
+                           float[] p, int ps, float[] share, int[] los, int[] his, float[] zs) {
         int rows = g.rows(), hd = g.hd(), h = g.heads(), qStride = h * hd;
         int qOff = (bt * rows + r0) * qStride + hh * hd;
         long lo = Long.MAX_VALUE;
@@ -567,8 +629,7 @@ final class PlanKernels {
             if (nr == RB) dots4(qa, qOff, qStride, kt, ks, hd, j0, hi + 1, p, ps);
             else for (int i = 0; i < nr; i++) dots1(qa, qOff + i * qStride, kt, ks, hd, j0, hi + 1, p, i * ps);
         }
-        float sink = sinks == null ? 0f : sinks[hh];
-        for (int i = 0; i < nr; i++) share[i] = finishRow(g, r0 + i, p, i * ps, sink, sinks != null);
+        finishRows(g, r0, nr, p, ps, sinks == null ? 0f : sinks[hh], sinks != null, share, los, his, zs);
     }
 
     /**
@@ -584,19 +645,23 @@ final class PlanKernels {
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
             float[][] sc = scratch(l, hd);
-            float[] p = sc[0], kt = sc[1], share = new float[RB];
-            int kBase = bt * l * kv * hd + (hh / grp) * hd;
+            float[] p = sc[0], kt = sc[1], share = new float[RB], zs = new float[RB];
+            int[] los = new int[RB], his = new int[RB];
+            int kBase = bt * l * kv * hd + (hh / grp) * hd, qStride = h * hd;
             transposeKeys(ka, kBase, vStride, l, hd, kt, ks);
             for (int r0 = 0; r0 < rows; r0 += RB) {
                 int nr = Math.min(RB, rows - r0);
-                probsBlock(g, qa, kt, ks, bt, hh, r0, nr, sinks, p, ps, share);
+                probsBlock(g, qa, kt, ks, bt, hh, r0, nr, sinks, p, ps, share, los, his, zs);
+                if (y != null) {
+                    for (int i = 0; i < nr; i++) los[i] = (int) Math.min(g.lo(r0 + i), (long) l);
+                    for (int i = 0; i < nr; i++) his[i] = g.hi(r0 + i);
+                    int qOff = (bt * rows + r0) * qStride + hh * hd, i = 0;
+                    for (; i + 1 < nr; i += 2) pvPair(p, i * ps, (i + 1) * ps, los[i], his[i], los[i + 1], his[i + 1], va, kBase,
+                            vStride, hd, y, qOff + i * qStride, qOff + (i + 1) * qStride);
+                    for (; i < nr; i++) pvRow(p, i * ps, los[i], his[i], va, kBase, vStride, hd, 0, y, qOff + i * qStride);
+                }
                 for (int i = 0; i < nr; i++) {
-                    int row = r0 + i, pr = (bt * h + hh) * rows + row;
-                    if (y != null) {
-                        int qOff = (bt * rows + row) * h * hd + hh * hd, lo = (int) Math.min(g.lo(row), (long) l), hi = g.hi(row);
-                        if (lo > hi) Arrays.fill(y, qOff, qOff + hd, 0f);
-                        else pvRow(p, i * ps, lo, hi, va, kBase, vStride, hd, y, qOff);
-                    }
+                    int pr = (bt * h + hh) * rows + r0 + i;
                     if (probs != null) System.arraycopy(p, i * ps, probs, pr * l, l);
                     if (shares != null) shares[pr] = share[i];
                 }
@@ -604,9 +669,84 @@ final class PlanKernels {
         });
     }
 
-    /** y[qOff + e] = p[lo]·v[lo, e], then + p[j]·v[j, e] for j = lo + 1 … hi (lanes over e; p[j] at p[pOff + j]). */
-    static void pvRow(float[] p, int pOff, int lo, int hi, float[] va, int kBase, int vStride, int hd, float[] y, int qOff) {
+    /**
+     * Two rows of {@link #pvRow} (p rows at pA and pB, outputs at yA and yB) in one pass over v
+     * where their ranges meet: eight chains side by side, each row's chain in increasing j as ever;
+     * rows whose ranges do not meet go one by one.
+     */
+    static void pvPair(float[] p, int pA, int pB, int loA, int hiA, int loB, int hiB, float[] va, int kBase, int vStride, int hd,
+                       float[] y, int yA, int yB) {
+        int top = Math.max(loA, loB), bot = Math.min(hiA, hiB), e = 0;
+        if (loA <= hiA && loB <= hiB && top <= bot) e = pvPairBlocks(p, pA, pB, loA, hiA, loB, hiB, top, bot, va, kBase, vStride, hd, y, yA, yB);
+        if (e < hd) {
+            pvRow(p, pA, loA, hiA, va, kBase, vStride, hd, e, y, yA);
+            pvRow(p, pB, loB, hiB, va, kBase, vStride, hd, e, y, yB);
+        }
+    }
+
+    /** {@link #pvPair}'s blocks of 4·LANES output elements; returns where they end. Needs loA, loB ≤ top ≤ bot ≤ hiA, hiB. */
+    static int pvPairBlocks(float[] p, int pA, int pB, int loA, int hiA, int loB, int hiB, int top, int bot, float[] va,
+                            int kBase, int vStride, int hd, float[] y, int yA, int yB) {
         int e = 0;
+        for (; e + 4 * LANES <= hd; e += 4 * LANES) {
+            int vb = kBase + e, v0 = vb + loA * vStride;
+            float pa = p[pA + loA], pb = p[pB + loB];
+            FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(pa), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(pa),
+                    a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(pa), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(pa);
+            v0 = vb + loB * vStride;
+            FloatVector b0 = FloatVector.fromArray(FS, va, v0).mul(pb), b1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(pb),
+                    b2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(pb), b3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(pb);
+            for (int j = loA + 1; j <= top; j++) {
+                int vj = vb + j * vStride;
+                pa = p[pA + j];
+                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
+                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pa));
+                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
+                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
+            }
+            for (int j = loB + 1; j <= top; j++) {
+                int vj = vb + j * vStride;
+                pb = p[pB + j];
+                b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
+                b1 = b1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pb));
+                b2 = b2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pb));
+                b3 = b3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pb));
+            }
+            for (int j = top + 1; j <= bot; j++) {
+                int vj = vb + j * vStride;
+                pa = p[pA + j];
+                pb = p[pB + j];
+                FloatVector w0 = FloatVector.fromArray(FS, va, vj), w1 = FloatVector.fromArray(FS, va, vj + LANES),
+                        w2 = FloatVector.fromArray(FS, va, vj + 2 * LANES), w3 = FloatVector.fromArray(FS, va, vj + 3 * LANES);
+                a0 = a0.add(w0.mul(pa)); a1 = a1.add(w1.mul(pa)); a2 = a2.add(w2.mul(pa)); a3 = a3.add(w3.mul(pa));
+                b0 = b0.add(w0.mul(pb)); b1 = b1.add(w1.mul(pb)); b2 = b2.add(w2.mul(pb)); b3 = b3.add(w3.mul(pb));
+            }
+            for (int j = bot + 1; j <= hiA; j++) {
+                int vj = vb + j * vStride;
+                pa = p[pA + j];
+                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
+                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pa));
+                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
+                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
+            }
+            for (int j = bot + 1; j <= hiB; j++) {
+                int vj = vb + j * vStride;
+                pb = p[pB + j];
+                b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
+                b1 = b1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pb));
+                b2 = b2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pb));
+                b3 = b3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pb));
+            }
+            a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
+            b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
+        }
+        return e;
+    }
+
+    /** y[qOff + e] = p[lo]·v[lo, e], then + p[j]·v[j, e] for j = lo + 1 … hi, e in [e0, hd) (lanes over e; p[j] at p[pOff + j]); +0.0 when lo > hi. */
+    static void pvRow(float[] p, int pOff, int lo, int hi, float[] va, int kBase, int vStride, int hd, int e0, float[] y, int qOff) {
+        if (lo > hi) { Arrays.fill(y, qOff + e0, qOff + hd, 0f); return; }
+        int e = e0;
         for (; e + 4 * LANES <= hd; e += 4 * LANES) {  // four independent chains at once
             int v0 = kBase + lo * vStride + e;
             float p0 = p[pOff + lo];
