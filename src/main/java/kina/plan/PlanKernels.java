@@ -492,6 +492,32 @@ final class PlanKernels {
         for (int i = 0; i < n; i += LANES) FloatVector.fromArray(FS, p, from + i).mul(s).intoArray(p, from + i);
     }
 
+    /**
+     * p[from + i] = p[from + i] · s for i in [0, n) (whole vectors: lanes past n are scratch) and
+     * returns {@link #rowMax} of the scaled values, in the same pass.
+     */
+    static float scaleMax(float[] p, int from, int n, float s) {
+        int vn = n / LANES * LANES;
+        if (vn < 2 * LANES) {
+            scaleVec(p, from, n, s);
+            return rowMax(p, from, n);
+        }
+        FloatVector mv = FloatVector.fromArray(FS, p, from).mul(s);
+        mv.intoArray(p, from);
+        for (int i = LANES; i < vn; i += LANES) {
+            FloatVector v = FloatVector.fromArray(FS, p, from + i).mul(s);
+            v.intoArray(p, from + i);
+            mv = mv.max(v);
+        }
+        if (vn < n) FloatVector.fromArray(FS, p, from + vn).mul(s).intoArray(p, from + vn);
+        float m = mv.lane(0);
+        boolean nan = m != m;
+        for (int k = 1; k < LANES; k++) { float l = mv.lane(k); nan |= l != l; m = Math.max(m, l); }
+        if (nan) return rowMax(p, from, n);
+        for (int i = vn; i < n; i++) m = Math.max(m, p[from + i]);
+        return m;
+    }
+
     /** p[from + i] = p[from + i] / z for whole vectors covering [from, from + n). */
     static void divVec(float[] p, int from, int n, float z) {
         for (int i = 0; i < n; i += LANES) FloatVector.fromArray(FS, p, from + i).div(z).intoArray(p, from + i);
@@ -532,9 +558,8 @@ final class PlanKernels {
                     m = any ? Math.max(m, sc) : sc;
                     any = true;
                 }
-            } else if (n > 0) {                        // the same scores and max, in lanes (see rowMax)
-                scaleVec(p, pOff + lo, n, alpha);
-                float pm = rowMax(p, pOff + lo, n);
+            } else if (n > 0) {                        // the same scores and max, in lanes
+                float pm = scaleMax(p, pOff + lo, n, alpha);
                 m = any ? Math.max(m, pm) : pm;
                 any = true;
             }

@@ -8,9 +8,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.stream.Stream;
+import kina.eval.Kernels;
 import kina.eval.Parallel;
 import kina.eval.Tensor;
+import kina.ir.DType;
+import kina.ir.Instr;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -102,5 +106,38 @@ class AttentionSharingTest {
         assertThat(Plan.compile(p).steps()).isEqualTo(Plan.compile(p, true, false).steps());
         Map<String, Tensor> in = randomInputs(Plan.compile(p), 1, 4);
         assertBits(Plan.compile(p).run(in), interpret(p, in), "f64");
+    }
+
+    /**
+     * The kernel itself over random geometries (blocks of 4 rows and their tails, rows whose ranges do
+     * not meet, empty rows, GQA, odd widths): y, P and the sink shares of one attention call against
+     * Kernels.attention / attentionProbs, raw bits (NaN payloads aside, see PlanKernelsExpTest).
+     */
+    @Test
+    void theAttentionKernelWritesWhatAttentionProbsWould() {
+        SplittableRandom r = new SplittableRandom(17);
+        for (int rep = 0; rep < 300; rep++) {
+            int kv = 1 + r.nextInt(2), h = kv * (1 + r.nextInt(2)), hd = r.nextInt(4) == 0 ? 1 + r.nextInt(5) : 8 * (1 + r.nextInt(5));
+            int rows = 1 + r.nextInt(23), l = 1 + r.nextInt(40), b = 1 + r.nextInt(2), start = r.nextInt(3) == 0 ? r.nextInt(l + 3) : 0;
+            int kind = r.nextInt(3), window = kind == 1 ? 1 + r.nextInt(9) : 0, chunk = kind == 2 ? 1 + r.nextInt(9) : 0;
+            double cap = r.nextInt(4) == 0 ? 1 + r.nextInt(20) : 0;
+            boolean sinks = r.nextBoolean(), specials = r.nextInt(10) == 0;
+            Instr.AttnOpts o = new Instr.AttnOpts(h, kv, r.nextBoolean() ? Double.NaN : 0.3, cap, window, chunk, start);
+            float[] q = PlanKernelsExpTest.random(b * rows * h * hd, r, specials), k = PlanKernelsExpTest.random(b * l * kv * hd, r, specials);
+            float[] v = PlanKernelsExpTest.random(k.length, r, specials), sk = PlanKernelsExpTest.random(h, r, false);
+            PlanKernels.Attn g = new PlanKernels.Attn(b, rows, l, hd, h, kv, start, window, chunk,
+                    (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
+            float[] y = new float[q.length + 3], pr = new float[b * h * rows * l + 3], sh = new float[b * h * rows + 3];
+            java.util.Arrays.fill(y, Float.NaN);                           // stale values must not survive
+            java.util.Arrays.fill(pr, Float.NaN);
+            java.util.Arrays.fill(sh, Float.NaN);
+            PlanKernels.attention(g, q, k, v, sinks ? sk : null, y, pr, sh);
+            Tensor tq = PlanKernelsExpTest.tensor(q, b, rows, h * hd), tk = PlanKernelsExpTest.tensor(k, b, l, kv * hd);
+            Tensor tv = PlanKernelsExpTest.tensor(v, b, l, kv * hd), ts = sinks ? PlanKernelsExpTest.tensor(sk, h) : null;
+            String what = "rep " + rep + " " + o + " b=" + b + " rows=" + rows + " l=" + l + " hd=" + hd + " sinks=" + sinks;
+            PlanKernelsExpTest.assertBits(y, q.length, Kernels.attention(tq, tk, tv, ts, o), what + " y", true);
+            PlanKernelsExpTest.assertBits(pr, pr.length - 3, Kernels.attentionProbs(tq, tk, ts, o, false), what + " P", true);
+            PlanKernelsExpTest.assertBits(sh, sh.length - 3, Kernels.attentionProbs(tq, tk, ts, o, true), what + " shares", true);
+        }
     }
 }
