@@ -26,7 +26,8 @@ import kina.ir.TensorType;
  * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
  * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
  * transA/transB flags; chains of elementwise steps fused into single passes ({@link Fusion}: values
- * read only inside a chain and scalar broadcasts feeding it get no buffer); liveness (the last
+ * read only inside a chain and scalar broadcasts feeding it get no buffer); an attention step
+ * writes the backward's attention_probs over the same operands too ({@link #sharedProbs}); liveness (the last
  * reader of every storage) and a best-fit arena in which a
  * buffer is handed to a new value only after every reader of the old one has run.
  *
