@@ -46,6 +46,7 @@ final class Lower {
 
     Runnable bind(Plan.Op op) {
         if (op.group() != null) return Fusion.bind(op.group(), buf);
+        if (!op.also().isEmpty() && !nativeKernel(op)) throw new IllegalStateException("shared outputs need a native kernel");
         if (!nativeKernel(op)) return fallback(op);
         Runnable r = nativeRunnable(op);
         return r;
@@ -138,7 +139,12 @@ final class Lower {
             case Instr.Attention(Var _, Var _, Var _, var sinks, var o) -> {
                 PlanKernels.Attn g = attn(a[0], a[1], o);
                 float[] q = f(a[0]), k = f(a[1]), v = f(a[2]), y = f(out), sk = sinks.isPresent() ? f(a[3]) : null;
-                yield () -> PlanKernels.attention(g, q, k, v, sk, y);
+                float[] probs = null, shares = null;                   // attention_probs steps it stands for (Plan.sharedProbs)
+                for (Flatten.Step s : op.also())
+                    if (((Instr.AttentionProbs) s.instr()).sinkColumn()) shares = f(s.out());
+                    else probs = f(s.out());
+                float[] pb = probs, sb = shares;
+                yield () -> PlanKernels.attention(g, q, k, v, sk, y, pb, sb);
             }
             case Instr.AttentionProbs(Var _, Var _, var sinks, var o, boolean col) -> {
                 PlanKernels.Attn g = attn(a[0], a[1], o);

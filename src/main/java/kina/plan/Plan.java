@@ -28,7 +28,8 @@ import kina.ir.TensorType;
  * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
  * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
  * transA/transB flags; chains of elementwise steps fused into single passes ({@link Fusion}: values
- * read only inside a chain and scalar broadcasts feeding it get no buffer); liveness (the last
+ * read only inside a chain and scalar broadcasts feeding it get no buffer); an attention step
+ * writes the backward's attention_probs over the same operands too ({@link #sharedProbs}); liveness (the last
  * reader of every storage) and a best-fit arena in which a
  * buffer is handed to a new value only after every reader of the old one has run.
  *
@@ -39,13 +40,25 @@ public final class Plan {
     /**
      * A scheduled step: its operands after folding, and whether operand 0 / 1 is read transposed;
      * or a fused elementwise pass ({@code group} non-null: args are its input slots, {@code step}
-     * its last member's, the values it writes are {@code group.outs()}).
+     * its last member's, the values it writes are {@code group.outs()}). {@code also}: steps not
+     * scheduled because this op's kernel writes their values too (an attention's attention_probs,
+     * see {@link #sharedProbs}); empty for most.
      */
-    record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group) {
-        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null); }
+    record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group, List<Flatten.Step> also) {
+        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of()); }
+
+        Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group) {
+            this(step, args, transA, transB, group, List.of());
+        }
 
         /** The slots this op writes. */
-        int[] outs() { return group == null ? new int[] {step.out()} : group.outs(); }
+        int[] outs() {
+            int[] o = group == null ? new int[] {step.out()} : group.outs();
+            if (also.isEmpty()) return o;
+            int[] all = Arrays.copyOf(o, o.length + also.size());
+            for (int i = 0; i < also.size(); i++) all[o.length + i] = also.get(i).out();
+            return all;
+        }
 
         /** The step kind in reports. */
         String kind() { return group == null ? step.instr().op() : "fused"; }
@@ -65,11 +78,12 @@ public final class Plan {
     private final long[] nanos;
     private Carry carry;                              // null: nothing carried (see carry)
 
-    private Plan(Flatten ir, boolean fuse) {
+    private Plan(Flatten ir, boolean fuse, boolean share) {
         this.ir = ir;
         List<Flatten.Step> live = deadStepsDropped(ir);
         List<Op> folded = folded(live, ir);
-        this.ops = fuse ? Fusion.fuse(folded, ir) : folded;
+        List<Op> fused = fuse ? Fusion.fuse(folded, ir) : folded;
+        this.ops = share ? sharedProbs(fused, ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         // ---- liveness: def and last read of every storage (root slot) ----
         int nSlots = ir.slots.size(), n = ops.size();
@@ -286,6 +300,53 @@ public final class Plan {
         return ops;
     }
 
+    /**
+     * Computes P once: an F32 {@code attention(q, k, v[, sinks], opts)} step also writes the value of
+     * a later {@code attention_probs(q, k[, sinks], opts, sinkColumn)} step over the same q, k, sinks
+     * and options (the probability rows, or the sink shares with sinkColumn: the very rows the
+     * attention kernel computes, zeros outside [lo, hi] included), which is then not scheduled. At most
+     * one of each kind per attention; their buffers live from the attention to their last reader.
+     */
+    static List<Op> sharedProbs(List<Op> ops, Flatten ir) {
+        int n = ops.size();
+        List<List<Flatten.Step>> also = new ArrayList<>(Collections.nCopies(n, List.of()));
+        boolean[] dropped = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            Op a = ops.get(i);
+            if (a.group() != null || !(a.step().instr() instanceof Instr.Attention at)
+                    || ir.slots.get(a.step().out()).type().dtype() != DType.F32) continue;
+            int[] aa = a.args();
+            boolean probs = false, shares = false;
+            List<Flatten.Step> mine = new ArrayList<>();
+            for (int j = i + 1; j < n && !(probs && shares); j++) {
+                Op b = ops.get(j);
+                if (dropped[j] || b.group() != null || !(b.step().instr() instanceof Instr.AttentionProbs bp)) continue;
+                int[] ba = b.args();
+                boolean same = bp.opts().equals(at.opts()) && bp.sinks().isPresent() == at.sinks().isPresent()
+                        && sameValue(ir, ba[0], aa[0]) && sameValue(ir, ba[1], aa[1])
+                        && (at.sinks().isEmpty() || sameValue(ir, ba[2], aa[3]));
+                if (!same || (bp.sinkColumn() ? shares : probs)) continue;
+                if (bp.sinkColumn()) shares = true; else probs = true;
+                mine.add(b.step());
+                dropped[j] = true;
+            }
+            also.set(i, mine);
+        }
+        List<Op> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Op op = ops.get(i);
+            if (dropped[i]) continue;
+            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i)));
+        }
+        return out;
+    }
+
+    /** Whether slots a and b hold the same value: one slot, or views of one storage with one type. */
+    private static boolean sameValue(Flatten ir, int a, int b) {
+        Flatten.Slot x = ir.slots.get(a), y = ir.slots.get(b);
+        return a == b || (x.root() == y.root() && x.type().equals(y.type()));
+    }
+
     // ---- public API ------------------------------------------------------------------------------
 
     /**
@@ -296,7 +357,12 @@ public final class Plan {
     public static Plan compile(Program checkedTransformed) { return compile(checkedTransformed, true); }
 
     /** {@link #compile}, with elementwise fusion ({@link Fusion}) on or off (off: for comparisons in tests). */
-    static Plan compile(Program checkedTransformed, boolean fuse) { return new Plan(Flatten.of(checkedTransformed), fuse); }
+    static Plan compile(Program checkedTransformed, boolean fuse) { return compile(checkedTransformed, fuse, true); }
+
+    /** {@link #compile}, with fusion and shared attention probabilities ({@link #sharedProbs}) on or off (tests). */
+    static Plan compile(Program checkedTransformed, boolean fuse, boolean share) {
+        return new Plan(Flatten.of(checkedTransformed), fuse, share);
+    }
 
     /** The input names and types, in program order. */
     public Map<String, TensorType> inputs() {

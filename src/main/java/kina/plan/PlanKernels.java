@@ -444,133 +444,402 @@ final class PlanKernels {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final int LANES = FS.length();
 
-    /** Per-thread scratch of the attention kernels: [0] = p (l), [1] = kᵀ of one head (hd·l). */
+    /** Query rows per pass over the keys in the dot products ({@link #dots4}). */
+    private static final int RB = 4;
+
+    /**
+     * Per-thread scratch of the attention kernels: [0] = RB probability rows, {@code pStride} apart;
+     * [1] = kᵀ of one head (hd rows, {@code kStride} apart). Both strides leave room for whole vectors.
+     */
     private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][0]);
+
+    /** The kᵀ row stride for l keys: l rounded up to whole vectors. */
+    static int keyStride(int l) { return (l + LANES - 1) / LANES * LANES; }
+
+    /** The probability row stride: one more vector than the keys', for vector passes starting at an unaligned lo. */
+    static int probStride(int l) { return keyStride(l) + LANES; }
 
     private static float[][] scratch(int l, int hd) {
         float[][] sc = SCRATCH.get();
-        if (sc[0].length < l) sc[0] = new float[l];
-        if (sc[1].length < l * hd) sc[1] = new float[l * hd];
+        if (sc[0].length < RB * probStride(l)) sc[0] = new float[RB * probStride(l)];
+        if (sc[1].length < hd * keyStride(l)) sc[1] = new float[hd * keyStride(l)];
         return sc;
     }
 
-    /** kt[e·l + j] = k[kBase + j·kStride + e]: one head's keys transposed, j in [0, l). */
-    static void transposeKeys(float[] k, int kBase, int kStride, int l, int hd, float[] kt) {
+    /** kt[e·ks + j] = k[kBase + j·kStride + e]: one head's keys transposed, j in [0, l). */
+    static void transposeKeys(float[] k, int kBase, int kStride, int l, int hd, float[] kt, int ks) {
         for (int j = 0; j < l; j++) {
             int kOff = kBase + j * kStride;
-            for (int e = 0; e < hd; e++) kt[e * l + j] = k[kOff + e];
+            for (int e = 0; e < hd; e++) kt[e * ks + j] = k[kOff + e];
         }
     }
 
-    /** p[j] = q·k_j for j in [lo, hi]: q[0]·k[0], then + q[e]·k[e] in increasing e, LANES keys side by side. */
-    static void dotsT(float[] q, int qOff, float[] kt, int l, int hd, int lo, int hi, float[] p) {
-        int j = lo;
-        for (; j + 4 * LANES <= hi + 1; j += 4 * LANES) {  // four independent chains at once
+    /**
+     * The dot products of RB query rows (row i at {@code qOff + i·qStride}) with the keys of whole
+     * vectors from j0 (a multiple of LANES) past j1: p[i·ps + j] = q_i[0]·k_j[0], then + q_i[e]·k_j[e]
+     * in increasing e (lanewise mul and add, each lane one key's chain). Lanes past the last key hold
+     * whatever kt's padding gives: callers ignore them. Each kt vector loaded serves RB rows.
+     */
+    static void dots4(float[] q, int qOff, int qStride, float[] kt, int ks, int hd, int j0, int j1, float[] p, int ps) {
+        int q0 = qOff, q1 = q0 + qStride, q2 = q1 + qStride, q3 = q2 + qStride;
+        int j = j0;
+        for (; j + LANES < j1; j += 2 * LANES) {
+            FloatVector k0 = FloatVector.fromArray(FS, kt, j), k1 = FloatVector.fromArray(FS, kt, j + LANES);
+            float a = q[q0], b = q[q1], c = q[q2], d = q[q3];
+            FloatVector a0 = k0.mul(a), a1 = k1.mul(a), b0 = k0.mul(b), b1 = k1.mul(b);
+            FloatVector c0 = k0.mul(c), c1 = k1.mul(c), d0 = k0.mul(d), d1 = k1.mul(d);
+            for (int e = 1; e < hd; e++) {
+                int r = e * ks + j;
+                k0 = FloatVector.fromArray(FS, kt, r);
+                k1 = FloatVector.fromArray(FS, kt, r + LANES);
+                a = q[q0 + e]; b = q[q1 + e]; c = q[q2 + e]; d = q[q3 + e];
+                a0 = a0.add(k0.mul(a)); a1 = a1.add(k1.mul(a));
+                b0 = b0.add(k0.mul(b)); b1 = b1.add(k1.mul(b));
+                c0 = c0.add(k0.mul(c)); c1 = c1.add(k1.mul(c));
+                d0 = d0.add(k0.mul(d)); d1 = d1.add(k1.mul(d));
+            }
+            a0.intoArray(p, j); a1.intoArray(p, j + LANES);
+            b0.intoArray(p, ps + j); b1.intoArray(p, ps + j + LANES);
+            c0.intoArray(p, 2 * ps + j); c1.intoArray(p, 2 * ps + j + LANES);
+            d0.intoArray(p, 3 * ps + j); d1.intoArray(p, 3 * ps + j + LANES);
+        }
+        if (j < j1) {
+            FloatVector k0 = FloatVector.fromArray(FS, kt, j);
+            FloatVector a0 = k0.mul(q[q0]), b0 = k0.mul(q[q1]), c0 = k0.mul(q[q2]), d0 = k0.mul(q[q3]);
+            for (int e = 1; e < hd; e++) {
+                k0 = FloatVector.fromArray(FS, kt, e * ks + j);
+                a0 = a0.add(k0.mul(q[q0 + e]));
+                b0 = b0.add(k0.mul(q[q1 + e]));
+                c0 = c0.add(k0.mul(q[q2 + e]));
+                d0 = d0.add(k0.mul(q[q3 + e]));
+            }
+            a0.intoArray(p, j);
+            b0.intoArray(p, ps + j);
+            c0.intoArray(p, 2 * ps + j);
+            d0.intoArray(p, 3 * ps + j);
+        }
+    }
+
+    /** {@link #dots4} for one query row: four key vectors side by side, then one. */
+    static void dots1(float[] q, int qOff, float[] kt, int ks, int hd, int j0, int j1, float[] p, int pOff) {
+        int j = j0;
+        for (; j + 3 * LANES < j1; j += 4 * LANES) {
             float q0 = q[qOff];
             FloatVector a0 = FloatVector.fromArray(FS, kt, j).mul(q0), a1 = FloatVector.fromArray(FS, kt, j + LANES).mul(q0),
                     a2 = FloatVector.fromArray(FS, kt, j + 2 * LANES).mul(q0), a3 = FloatVector.fromArray(FS, kt, j + 3 * LANES).mul(q0);
             for (int e = 1; e < hd; e++) {
                 float qe = q[qOff + e];
-                int r = e * l + j;
+                int r = e * ks + j;
                 a0 = a0.add(FloatVector.fromArray(FS, kt, r).mul(qe));
                 a1 = a1.add(FloatVector.fromArray(FS, kt, r + LANES).mul(qe));
                 a2 = a2.add(FloatVector.fromArray(FS, kt, r + 2 * LANES).mul(qe));
                 a3 = a3.add(FloatVector.fromArray(FS, kt, r + 3 * LANES).mul(qe));
             }
-            a0.intoArray(p, j);
-            a1.intoArray(p, j + LANES);
-            a2.intoArray(p, j + 2 * LANES);
-            a3.intoArray(p, j + 3 * LANES);
+            a0.intoArray(p, pOff + j);
+            a1.intoArray(p, pOff + j + LANES);
+            a2.intoArray(p, pOff + j + 2 * LANES);
+            a3.intoArray(p, pOff + j + 3 * LANES);
         }
-        for (; j + LANES <= hi + 1; j += LANES) {
+        for (; j < j1; j += LANES) {
             FloatVector acc = FloatVector.fromArray(FS, kt, j).mul(q[qOff]);
-            for (int e = 1; e < hd; e++) acc = acc.add(FloatVector.fromArray(FS, kt, e * l + j).mul(q[qOff + e]));
-            acc.intoArray(p, j);
+            for (int e = 1; e < hd; e++) acc = acc.add(FloatVector.fromArray(FS, kt, e * ks + j).mul(q[qOff + e]));
+            acc.intoArray(p, pOff + j);
         }
-        for (; j <= hi; j++) {
-            float dot = q[qOff] * kt[j];
-            for (int e = 1; e < hd; e++) dot = dot + q[qOff + e] * kt[e * l + j];
-            p[j] = dot;
+    }
+
+    /** p[from + i] = p[from + i] · s for whole vectors covering [from, from + n) (lanes past n: scratch). */
+    static void scaleVec(float[] p, int from, int n, float s) {
+        for (int i = 0; i < n; i += LANES) FloatVector.fromArray(FS, p, from + i).mul(s).intoArray(p, from + i);
+    }
+
+    /**
+     * p[from + i] = p[from + i] · s for i in [0, n) (whole vectors: lanes past n are scratch) and
+     * returns {@link #rowMax} of the scaled values, in the same pass.
+     */
+    static float scaleMax(float[] p, int from, int n, float s) {
+        int vn = n / LANES * LANES;
+        if (vn < 2 * LANES) {
+            scaleVec(p, from, n, s);
+            return rowMax(p, from, n);
+        }
+        FloatVector mv = FloatVector.fromArray(FS, p, from).mul(s);
+        mv.intoArray(p, from);
+        for (int i = LANES; i < vn; i += LANES) {
+            FloatVector v = FloatVector.fromArray(FS, p, from + i).mul(s);
+            v.intoArray(p, from + i);
+            mv = mv.max(v);
+        }
+        if (vn < n) FloatVector.fromArray(FS, p, from + vn).mul(s).intoArray(p, from + vn);
+        float m = mv.lane(0);
+        boolean nan = m != m;
+        for (int k = 1; k < LANES; k++) { float l = mv.lane(k); nan |= l != l; m = Math.max(m, l); }
+        if (nan) return rowMax(p, from, n);
+        for (int i = vn; i < n; i++) m = Math.max(m, p[from + i]);
+        return m;
+    }
+
+    /** p[from + i] = p[from + i] / z for whole vectors covering [from, from + n). */
+    static void divVec(float[] p, int from, int n, float z) {
+        for (int i = 0; i < n; i += LANES) FloatVector.fromArray(FS, p, from + i).div(z).intoArray(p, from + i);
+    }
+
+    /** p[from + i] = exp(p[from + i] − m) for whole vectors covering [from, from + n) (lanewise = scalar exp, bit for bit). */
+    static void expMinusVec(float[] p, int from, int n, float m) {
+        for (int i = 0; i < n; i += LANES) KinaMath.exp(FloatVector.fromArray(FS, p, from + i).sub(m)).intoArray(p, from + i);
+    }
+
+    /**
+     * As Kernels.probsRow after the dot products, for rows r0 … r0 + nr − 1: p[i·ps + j] holds q·k_j
+     * for j in [lo, hi] of row r0 + i (garbage elsewhere, up to {@link #probStride}); leaves the
+     * probabilities there and +0.0 in the rest of [0, l); share[i] = the sink share. Per row: scores
+     * u = dot·α (softcap: C·tanh(u / C)); m = Math.max over (sink, s_lo … s_hi); e_j = exp(s_j − m);
+     * Z = e_σ or e_lo, then + e_j in increasing j (a sequential fold; RB rows' folds interleaved, see
+     * {@link #zFold4}); p_j = e_j / Z. Vector passes run over whole vectors; their extra lanes fall in
+     * the scratch past hi and are zeroed at the end.
+     */
+    static void finishRows(Attn g, int r0, int nr, float[] p, int ps, float sink, boolean hasSink, float[] share,
+                           int[] los, int[] his, float[] zs) {
+        int l = g.l();
+        float alpha = g.alpha(), cap = g.cap();
+        boolean interleave = nr == RB;
+        float es = 0f;
+        for (int i = 0; i < nr; i++) {
+            int row = r0 + i, pOff = i * ps, hi = g.hi(row), lo = (int) Math.min(g.lo(row), (long) l);
+            int n = hi + 1 - lo;
+            los[i] = lo;
+            his[i] = hi;
+            float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
+            boolean any = hasSink;
+            if (cap > 0 || g.hd() == 0) {
+                for (int j = pOff + lo; j <= pOff + hi; j++) {
+                    float u = (g.hd() > 0 ? p[j] : 0f) * alpha;
+                    float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
+                    p[j] = sc;
+                    m = any ? Math.max(m, sc) : sc;
+                    any = true;
+                }
+            } else if (n > 0) {                        // the same scores and max, in lanes
+                float pm = scaleMax(p, pOff + lo, n, alpha);
+                m = any ? Math.max(m, pm) : pm;
+                any = true;
+            }
+            if (!any) {                                // no position and no sink: +0.0 throughout
+                his[i] = Integer.MIN_VALUE;
+                interleave = false;
+                continue;
+            }
+            es = hasSink ? KinaMath.exp(sink - m) : 0f;
+            share[i] = es;
+            if (n > 0) {
+                expMinusVec(p, pOff + lo, n, m);
+                zs[i] = hasSink ? es + p[pOff + lo] : p[pOff + lo];
+            } else {
+                zs[i] = es;
+                interleave = false;
+            }
+        }
+        if (interleave && zFold4(p, ps, los, his, zs)) { } else {
+            for (int i = 0; i < nr; i++) {
+                if (his[i] < los[i]) continue;
+                int pOff = i * ps;
+                float z = zs[i];
+                for (int j = pOff + los[i] + 1; j <= pOff + his[i]; j++) z = z + p[j];   // Z: a sequential fold in increasing j
+                zs[i] = z;
+            }
+        }
+        for (int i = 0; i < nr; i++) {
+            int pOff = i * ps, lo = los[i], hi = his[i];
+            float z = zs[i];
+            if (hi == Integer.MIN_VALUE) {
+                Arrays.fill(p, pOff, pOff + l, 0f);
+                share[i] = 0f;
+                continue;
+            }
+            if (hi >= lo) divVec(p, pOff + lo, hi + 1 - lo, z);
+            Arrays.fill(p, pOff, pOff + lo, 0f);
+            Arrays.fill(p, pOff + Math.max(hi + 1, lo), pOff + l, 0f);
+            share[i] = hasSink ? share[i] / z : 0f;
         }
     }
 
     /**
-     * As Kernels.probsRow, in float, with the keys transposed ({@code kt} from {@link #transposeKeys}): the dot
-     * products of LANES consecutive keys run side by side in vector lanes, each still
-     * q[0]·k[0], then + q[e]·k[e] for e = 1, 2, … (lanewise mul and add round as the scalar ones).
+     * Z of RB rows at once: z[i] holds row i's first term (at lo[i]); adds p[i·ps + j] for j = lo[i] + 1
+     * … hi[i] in increasing j, each row's fold sequential as ever, the four chains side by side over
+     * the keys all rows share. False (nothing done) when the ranges share no key past every lo.
      */
-    static float probsRowT(Attn g, float[] q, int qOff, float[] kt, int row, float sink, boolean hasSink, float[] p) {
-        int l = g.l(), hi = g.hi(row), hd = g.hd();
-        Arrays.fill(p, 0, l, 0f);
-        int lo = (int) g.lo(row);
-        if (hd > 0 && lo <= hi) dotsT(q, qOff, kt, l, hd, lo, hi, p);
-        float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
-        boolean any = hasSink;
-        float alpha = g.alpha(), cap = g.cap();
-        if (cap > 0 || hd == 0) {
-            for (int j = lo; j <= hi; j++) {
-                float u = (hd > 0 ? p[j] : 0f) * alpha;
-                float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
-                p[j] = sc;
-                m = any ? Math.max(m, sc) : sc;
-                any = true;
-            }
-        } else if (lo <= hi) {                         // the same scores and max, in lanes (see rowMax)
-            int j = lo;
-            for (; j + LANES <= hi + 1; j += LANES) FloatVector.fromArray(FS, p, j).mul(alpha).intoArray(p, j);
-            for (; j <= hi; j++) p[j] = p[j] * alpha;
-            float pm = rowMax(p, lo, hi + 1 - lo);
-            m = any ? Math.max(m, pm) : pm;
-            any = true;
+    static boolean zFold4(float[] p, int ps, int[] lo, int[] hi, float[] z) {
+        int top = Math.max(Math.max(lo[0], lo[1]), Math.max(lo[2], lo[3]));
+        int bot = Math.min(Math.min(hi[0], hi[1]), Math.min(hi[2], hi[3]));
+        if (top > bot) return false;
+        for (int i = 0; i < RB; i++) {                 // each row alone up to the shared start
+            float zi = z[i];
+            for (int j = i * ps + lo[i] + 1; j <= i * ps + top; j++) zi = zi + p[j];
+            z[i] = zi;
         }
-        if (!any) return 0f;
-        float es = hasSink ? KinaMath.exp(sink - m) : 0f, z = es;
-        int j = lo;
-        KinaMath.expMinus(p, lo, m, p, lo, hi + 1 - lo);
-        boolean first = !hasSink;
-        for (j = lo; j <= hi; j++) {                    // Z: a sequential fold in increasing j
-            z = first ? p[j] : z + p[j];
-            first = false;
+        float z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
+        for (int j = top + 1; j <= bot; j++) {
+            z0 = z0 + p[j];
+            z1 = z1 + p[ps + j];
+            z2 = z2 + p[2 * ps + j];
+            z3 = z3 + p[3 * ps + j];
         }
-        for (j = lo; j + LANES <= hi + 1; j += LANES) FloatVector.fromArray(FS, p, j).div(z).intoArray(p, j);
-        for (; j <= hi; j++) p[j] = p[j] / z;
-        return hasSink ? es / z : 0f;
+        z[0] = z0; z[1] = z1; z[2] = z2; z[3] = z3;
+        for (int i = 0; i < RB; i++) {                 // each row alone past the shared end
+            float zi = z[i];
+            for (int j = i * ps + bot + 1; j <= i * ps + hi[i]; j++) zi = zi + p[j];
+            z[i] = zi;
+        }
+        return true;
+    }
+
+    /**
+     * The probability rows r0 … r0 + nr − 1 (nr ≤ RB) of batch bt, head hh into p (row i at
+     * i·ps, +0.0 outside [lo, hi] up to l), their sink shares into share[i], their ranges into
+     * los / his: as Kernels.probsRow. The dot products of RB rows run in one pass over the union
+     * of their key ranges.
+     */
+    static void probsBlock(Attn g, float[] qa, float[] kt, int ks, int bt, int hh, int r0, int nr, float[] sinks,
+                           float[] p, int ps, float[] share, int[] los, int[] his, float[] zs) {
+        int rows = g.rows(), hd = g.hd(), h = g.heads(), qStride = h * hd;
+        int qOff = (bt * rows + r0) * qStride + hh * hd;
+        long lo = Long.MAX_VALUE;
+        int hi = -1;
+        for (int i = 0; i < nr; i++) {
+            long rl = g.lo(r0 + i);
+            int rh = g.hi(r0 + i);
+            if (rl <= rh) { lo = Math.min(lo, rl); hi = Math.max(hi, rh); }
+        }
+        if (hd > 0 && hi >= 0) {
+            int j0 = (int) lo / LANES * LANES;
+            if (nr == RB) dots4(qa, qOff, qStride, kt, ks, hd, j0, hi + 1, p, ps);
+            else for (int i = 0; i < nr; i++) dots1(qa, qOff + i * qStride, kt, ks, hd, j0, hi + 1, p, i * ps);
+        }
+        finishRows(g, r0, nr, p, ps, sinks == null ? 0f : sinks[hh], sinks != null, share, los, his, zs);
     }
 
     /**
      * As Kernels.attention: per (batch, head) in parallel, rows in order; out[e] = p[lo]·v[lo, e],
-     * then + p[j]·v[j, e] for j = lo + 1 … hi (lanes over e).
+     * then + p[j]·v[j, e] for j = lo + 1 … hi (lanes over e). With {@code probs} / {@code shares}
+     * non-null it also writes what Kernels.attentionProbs would (σ++[H, rows, l] probabilities /
+     * σ++[H, rows, 1] sink shares): the rows it computes anyway. {@code y} may be null (probabilities only).
      */
-    static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y) {
+    static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] probs, float[] shares) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int vStride = kv * hd;
-        Parallel.forEach(g.batch() * h, (long) g.batch() * h * rows * l * hd * 2, bh -> {
+        int vStride = kv * hd, ks = keyStride(l), ps = probStride(l);
+        long cost = (long) g.batch() * h * rows * l * hd * (y == null ? 1 : 2);
+        Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
             float[][] sc = scratch(l, hd);
-            float[] p = sc[0], kt = sc[1];
-            int kBase = bt * l * kv * hd + (hh / grp) * hd;
-            transposeKeys(ka, kBase, vStride, l, hd, kt);
-            for (int row = 0; row < rows; row++) {
-                int qOff = (bt * rows + row) * h * hd + hh * hd;
-                probsRowT(g, qa, qOff, kt, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
-                int lo = (int) g.lo(row), hi = g.hi(row);
-                if (lo > hi) { Arrays.fill(y, qOff, qOff + hd, 0f); continue; }
-                pvRow(p, lo, hi, va, kBase, vStride, hd, y, qOff);
+            float[] p = sc[0], kt = sc[1], share = new float[RB], zs = new float[RB];
+            int[] los = new int[RB], his = new int[RB];
+            int kBase = bt * l * kv * hd + (hh / grp) * hd, qStride = h * hd;
+            transposeKeys(ka, kBase, vStride, l, hd, kt, ks);
+            for (int r0 = 0; r0 < rows; r0 += RB) {
+                int nr = Math.min(RB, rows - r0);
+                probsBlock(g, qa, kt, ks, bt, hh, r0, nr, sinks, p, ps, share, los, his, zs);
+                if (y != null) {
+                    for (int i = 0; i < nr; i++) los[i] = (int) Math.min(g.lo(r0 + i), (long) l);
+                    for (int i = 0; i < nr; i++) his[i] = g.hi(r0 + i);
+                    int qOff = (bt * rows + r0) * qStride + hh * hd, i = 0;
+                    for (; i + 1 < nr; i += 2) pvPair(p, i * ps, (i + 1) * ps, los[i], his[i], los[i + 1], his[i + 1], va, kBase,
+                            vStride, hd, y, qOff + i * qStride, qOff + (i + 1) * qStride);
+                    for (; i < nr; i++) pvRow(p, i * ps, los[i], his[i], va, kBase, vStride, hd, 0, y, qOff + i * qStride);
+                }
+                for (int i = 0; i < nr; i++) {
+                    int pr = (bt * h + hh) * rows + r0 + i;
+                    if (probs != null) System.arraycopy(p, i * ps, probs, pr * l, l);
+                    if (shares != null) shares[pr] = share[i];
+                }
             }
         });
     }
 
-    /** y[qOff + e] = p[lo]·v[lo, e], then + p[j]·v[j, e] for j = lo + 1 … hi (lanes over e). */
-    static void pvRow(float[] p, int lo, int hi, float[] va, int kBase, int vStride, int hd, float[] y, int qOff) {
+    /**
+     * Two rows of {@link #pvRow} (p rows at pA and pB, outputs at yA and yB) in one pass over v
+     * where their ranges meet: eight chains side by side, each row's chain in increasing j as ever;
+     * rows whose ranges do not meet go one by one.
+     */
+    static void pvPair(float[] p, int pA, int pB, int loA, int hiA, int loB, int hiB, float[] va, int kBase, int vStride, int hd,
+                       float[] y, int yA, int yB) {
+        int top = Math.max(loA, loB), bot = Math.min(hiA, hiB), e = 0;
+        if (loA <= hiA && loB <= hiB && top <= bot) e = pvPairBlocks(p, pA, pB, loA, hiA, loB, hiB, top, bot, va, kBase, vStride, hd, y, yA, yB);
+        if (e < hd) {
+            pvRow(p, pA, loA, hiA, va, kBase, vStride, hd, e, y, yA);
+            pvRow(p, pB, loB, hiB, va, kBase, vStride, hd, e, y, yB);
+        }
+    }
+
+    /** {@link #pvPair}'s blocks of 4·LANES output elements; returns where they end. Needs loA, loB ≤ top ≤ bot ≤ hiA, hiB. */
+    static int pvPairBlocks(float[] p, int pA, int pB, int loA, int hiA, int loB, int hiB, int top, int bot, float[] va,
+                            int kBase, int vStride, int hd, float[] y, int yA, int yB) {
         int e = 0;
+        for (; e + 4 * LANES <= hd; e += 4 * LANES) {
+            int vb = kBase + e, v0 = vb + loA * vStride;
+            float pa = p[pA + loA], pb = p[pB + loB];
+            FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(pa), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(pa),
+                    a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(pa), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(pa);
+            v0 = vb + loB * vStride;
+            FloatVector b0 = FloatVector.fromArray(FS, va, v0).mul(pb), b1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(pb),
+                    b2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(pb), b3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(pb);
+            for (int j = loA + 1; j <= top; j++) {
+                int vj = vb + j * vStride;
+                pa = p[pA + j];
+                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
+                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pa));
+                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
+                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
+            }
+            for (int j = loB + 1; j <= top; j++) {
+                int vj = vb + j * vStride;
+                pb = p[pB + j];
+                b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
+                b1 = b1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pb));
+                b2 = b2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pb));
+                b3 = b3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pb));
+            }
+            for (int j = top + 1; j <= bot; j++) {
+                int vj = vb + j * vStride;
+                pa = p[pA + j];
+                pb = p[pB + j];
+                FloatVector w0 = FloatVector.fromArray(FS, va, vj), w1 = FloatVector.fromArray(FS, va, vj + LANES),
+                        w2 = FloatVector.fromArray(FS, va, vj + 2 * LANES), w3 = FloatVector.fromArray(FS, va, vj + 3 * LANES);
+                a0 = a0.add(w0.mul(pa)); a1 = a1.add(w1.mul(pa)); a2 = a2.add(w2.mul(pa)); a3 = a3.add(w3.mul(pa));
+                b0 = b0.add(w0.mul(pb)); b1 = b1.add(w1.mul(pb)); b2 = b2.add(w2.mul(pb)); b3 = b3.add(w3.mul(pb));
+            }
+            for (int j = bot + 1; j <= hiA; j++) {
+                int vj = vb + j * vStride;
+                pa = p[pA + j];
+                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
+                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pa));
+                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
+                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
+            }
+            for (int j = bot + 1; j <= hiB; j++) {
+                int vj = vb + j * vStride;
+                pb = p[pB + j];
+                b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
+                b1 = b1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pb));
+                b2 = b2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pb));
+                b3 = b3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pb));
+            }
+            a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
+            b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
+        }
+        return e;
+    }
+
+    /** y[qOff + e] = p[lo]·v[lo, e], then + p[j]·v[j, e] for j = lo + 1 … hi, e in [e0, hd) (lanes over e; p[j] at p[pOff + j]); +0.0 when lo > hi. */
+    static void pvRow(float[] p, int pOff, int lo, int hi, float[] va, int kBase, int vStride, int hd, int e0, float[] y, int qOff) {
+        if (lo > hi) { Arrays.fill(y, qOff + e0, qOff + hd, 0f); return; }
+        int e = e0;
         for (; e + 4 * LANES <= hd; e += 4 * LANES) {  // four independent chains at once
             int v0 = kBase + lo * vStride + e;
-            float p0 = p[lo];
+            float p0 = p[pOff + lo];
             FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(p0), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(p0),
                     a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(p0), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(p0);
             for (int j = lo + 1; j <= hi; j++) {
                 int vj = kBase + j * vStride + e;
-                float pj = p[j];
+                float pj = p[pOff + j];
                 a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pj));
                 a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pj));
                 a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pj));
@@ -582,35 +851,20 @@ final class PlanKernels {
             a3.intoArray(y, qOff + e + 3 * LANES);
         }
         for (; e + LANES <= hd; e += LANES) {
-            FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[lo]);
-            for (int j = lo + 1; j <= hi; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[j]));
+            FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[pOff + lo]);
+            for (int j = lo + 1; j <= hi; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[pOff + j]));
             acc.intoArray(y, qOff + e);
         }
         for (; e < hd; e++) {
-            float acc = p[lo] * va[kBase + lo * vStride + e];
-            for (int j = lo + 1; j <= hi; j++) acc = acc + p[j] * va[kBase + j * vStride + e];
+            float acc = p[pOff + lo] * va[kBase + lo * vStride + e];
+            for (int j = lo + 1; j <= hi; j++) acc = acc + p[pOff + j] * va[kBase + j * vStride + e];
             y[qOff + e] = acc;
         }
     }
 
     /** As Kernels.attentionProbs: σ++[H, rows, l] probabilities, or σ++[H, rows, 1] sink shares. */
     static void attentionProbs(Attn g, float[] qa, float[] ka, float[] sinks, boolean sinkColumn, float[] y) {
-        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int width = sinkColumn ? 1 : l;
-        Parallel.forEach(g.batch() * h, (long) g.batch() * h * rows * l * hd, bh -> {
-            int bt = bh / h, hh = bh % h;
-            float[][] sc = scratch(l, hd);
-            float[] p = sc[0], kt = sc[1];
-            int kBase = bt * l * kv * hd + (hh / grp) * hd;
-            transposeKeys(ka, kBase, kv * hd, l, hd, kt);
-            for (int row = 0; row < rows; row++) {
-                int qOff = (bt * rows + row) * h * hd + hh * hd;
-                float ps = probsRowT(g, qa, qOff, kt, row, sinks == null ? 0f : sinks[hh], sinks != null, p);
-                int oOff = ((bt * h + hh) * rows + row) * width;
-                if (sinkColumn) y[oOff] = ps;
-                else System.arraycopy(p, 0, y, oOff, l);
-            }
-        });
+        attention(g, qa, ka, null, sinks, null, sinkColumn ? null : y, sinkColumn ? y : null);
     }
 
     // ---- indexing (indices checked by the caller) ---------------------------------------------------
