@@ -17,7 +17,8 @@ The model and step follow kina.model.StoryLm.trainStep and Optimizer.update, flo
   logits = rmsnorm(x, final_norm) @ lm_head (untied)        [B·T, vocab]
   loss = mean NLL; gradients by autograd; global grad-norm clip 1.0;
   AdamW β 0.9/0.95, ε 1e-8, decoupled weight decay 0.01 on matrices (rank 2) only, lr 1e-3.
-Batches are random bytes (seeded), as in kina bench; 2 warm-up steps (--warmup) then --steps timed
+Batches are random bytes (seeded), as in kina bench; warm-up as kina bench's (at least 2 steps,
+--warmup, and 5 s, --warmup-seconds; at most 200 steps) then --steps timed
 steps, each wall-clock timed around forward + backward + clip + update. tokens/s = batch·seq / median.
 """
 import argparse
@@ -166,7 +167,8 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 2; storylm0: 2000)")
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps at least (default 2; storylm0: 2000)")
+    ap.add_argument("--warmup-seconds", type=float, default=5.0, help="warm-up time at least, as kina bench (default 5; not storylm0)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
@@ -187,7 +189,12 @@ def main():
     mask = ~torch.ones(c["seq"], c["seq"], dtype=torch.bool).tril()
     data = torch.Generator().manual_seed(42)
     ms = []
-    for s in range(args.warmup + args.steps):
+    warm_until = time.perf_counter() + args.warmup_seconds
+    warm = None                                   # warm-up steps, once they are over (as kina bench)
+    s = 0
+    while warm is None or s < warm + args.steps:
+        if warm is None and s >= args.warmup and (time.perf_counter() >= warm_until or s >= 200):
+            warm = s
         ids = torch.randint(0, 256 if c["vocab"] >= 256 else c["vocab"], (args.batch, c["seq"]), generator=data)
         targets = torch.randint(0, 256 if c["vocab"] >= 256 else c["vocab"], (args.batch * c["seq"],), generator=data)
         t0 = time.perf_counter()
@@ -199,8 +206,9 @@ def main():
         t1 = time.perf_counter()
         if not math.isfinite(loss.item()):
             sys.exit(f"torch bench: loss {loss.item()} at step {s + 1}")
-        if s >= args.warmup:
+        if warm is not None:
             ms.append((t1 - t0) * 1e3)
+        s += 1
     report(args, args.batch, c["seq"], ms)
 
 

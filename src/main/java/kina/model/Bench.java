@@ -17,7 +17,8 @@ import kina.ir.TensorType;
 import kina.plan.Plan;
 
 /**
- * Times the AdamW training step of a config on random byte batches: 2 warm-up steps, then N timed
+ * Times the AdamW training step of a config on random byte batches: warm-up steps (at least 2 and
+ * 5 s, see {@link #WARMUP_NANOS}), then N timed
  * steps, each fed the previous step's weights and moments (carried by the step, as training does). With the plan engine
  * it can also time every step by instruction kind.
  */
@@ -52,7 +53,16 @@ public final class Bench {
         return -1;
     }
 
+    /** Warm-up steps at least (the first runs also bind the plan's buffers)… */
     public static final int WARMUP = 2;
+    /**
+     * … and warm-up time at least, at most {@link #MAX_WARMUP} steps: until C2 has compiled a
+     * kernel, its Vector API code runs boxed, many times slower (measured: the small step needs
+     * about 4 s of steps before its per-step allocation and time settle). Training pays this once
+     * per run; the bench times the steady state that the rest of a run sees.
+     */
+    public static final long WARMUP_NANOS = 5_000_000_000L;   // the CLI's default (--warmup 5)
+    public static final int MAX_WARMUP = 200;
 
     /** The plan's profile lines after one line giving its arena (the step's reused buffers). */
     static List<String> arenaFirst(Plan plan) {
@@ -68,7 +78,11 @@ public final class Bench {
     /** Milliseconds with one decimal, or four for the toy (its step takes microseconds). */
     static String ms(double v, boolean toy) { return String.format(Locale.ROOT, toy ? "%.4f" : "%.1f", v); }
 
-    public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, boolean profile) {
+    /**
+     * Times {@code steps} train steps of {@code c} after the warm-up ({@link #WARMUP} steps and
+     * {@code warmupNanos}, at most {@link #MAX_WARMUP} steps; the toy: {@link #TOY_WARMUP} steps).
+     */
+    public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, boolean profile, long warmupNanos) {
         if (steps < 1 || batch < 1) throw new kina.ir.KinaException(null, "--steps and --batch must be >= 1");
         if (c.toy()) return runToy(c, steps, threads, engine, profile);
         Parallel.setThreads(threads);
@@ -87,8 +101,13 @@ public final class Bench {
         Tensor[] tables = Trainer.ropeTables(c);
         SplittableRandom rng = new SplittableRandom(42);
         double[] ms = new double[steps];
-        for (int s = 0; s < WARMUP + steps; s++) {
-            if (plan != null && profile && s == WARMUP) plan.profile(true);
+        long warmUntil = System.nanoTime() + warmupNanos;
+        int warm = -1;                                   // steps of warm-up, once they are over
+        for (int s = 0; warm < 0 || s < warm + steps; s++) {
+            if (warm < 0 && s >= WARMUP && (System.nanoTime() >= warmUntil || s >= MAX_WARMUP)) {
+                warm = s;
+                if (plan != null && profile) plan.profile(true);
+            }
             Map<String, Tensor> in = new HashMap<>();
             long[] ids = new long[batch * c.seq()], tg = new long[batch * c.seq()];
             for (int i = 0; i < ids.length; i++) { ids[i] = rng.nextInt(256); tg[i] = rng.nextInt(256); }
@@ -102,12 +121,13 @@ public final class Bench {
             long t0 = System.nanoTime();
             step.run(in);
             long t1 = System.nanoTime();
-            if (s >= WARMUP) ms[s - WARMUP] = (t1 - t0) / 1e6;
+            if (warm >= 0) ms[s - warm] = (t1 - t0) / 1e6;
         }
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
+        if (plan != null && profile) prof.addFirst("warm-up: " + warm + " steps");
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
     }
 

@@ -11,22 +11,28 @@ class BenchCommandTest {
 
     @Test void printsOneResultLinePerEngine() {
         for (String engine : new String[] {"plan", "interpreter"}) {
-            CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--engine", engine);
+            CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup", "0", "--engine", engine);
             assertThat(r.code()).as(r.err()).isZero();
             assertThat(r.out().strip()).matches(LINE.formatted(engine));
         }
     }
 
     @Test void profilesByInstructionKind() {
-        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--profile");
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup", "0", "--profile");
         assertThat(r.code()).as(r.err()).isZero();
         assertThat(r.out().lines().filter(l -> l.startsWith("kina bench:")).count()).isEqualTo(1);
-        assertThat(r.out()).contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
+        assertThat(r.out()).contains("profile: warm-up: 2 steps").contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
     }
 
     @Test void anUnknownEngineIsOneLine() {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--engine", "gpu");
         assertThat(r.code()).isEqualTo(1);
         assertThat(r.err().strip()).isEqualTo("error: --engine gpu: unknown (plan or interpreter)");
+    }
+
+    @Test void aNegativeWarmupIsOneLine() {
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--warmup", "-1");
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).isEqualTo("error: --warmup must be >= 0 seconds");
     }
 }
