@@ -181,8 +181,6 @@ public final class Matmul {
                     int mc = Math.min(mcStep, i1 - ic), full = mc / MR * MR;
                     if (form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
                     else if (full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
-                    if (form == AForm.ROWS && !load)
-                        for (int r = ic; r < ic + full; r++) java.util.Arrays.fill(out, oBase + r * n + j0, oBase + r * n + j1, -0.0f);
                     for (int jp = 0; jp < panels; jp++) {
                         int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
                         for (int ip = 0; ip * MR < mc; ip++) {
@@ -191,7 +189,9 @@ public final class Matmul {
                             boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
                             float[] c = edge ? tile : out;
                             int co = edge ? 0 : oBase + i * n + j, ldc = edge ? NRF : n;
-                            if (edge && (load || rows)) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
+                            // The in-place rows kernel always continues chains: start them at −0.0 just before, while in L1.
+                            if (rows && !load) negZeroF32(c, co, ldc);
+                            else if (edge && load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
                             if (rows) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, c, co, ldc);
                             else if (form == AForm.PACKED || mr < MR) kernelF32(pa, form == AForm.PACKED ? ip * kc * MR : 0, pb, bo, kc, c, co, ldc, load);
                             else kernelColsF32(a, aBase + pc * m + i, m, pb, bo, kc, c, co, ldc, load);
@@ -200,6 +200,12 @@ public final class Matmul {
                     }
                 }
             }
+        }
+
+        /** c[co + r·ldc + j] = −0.0 for r < MR, j < NR: a tile's chains before their first product. */
+        static void negZeroF32(float[] c, int co, int ldc) {
+            FloatVector z = FloatVector.broadcast(FS, -0.0f);
+            for (int r = 0, o = co; r < MR; r++, o += ldc) { z.intoArray(c, o); z.intoArray(c, o + FL); }
         }
 
         /** pa[ip][p][r] = A(ic + ip·MR + r, pc + p), zero past row ic + mc. */
@@ -241,8 +247,11 @@ public final class Matmul {
                         for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = b[src + p];
                     }
                     for (int c = cols; c < NRF; c++) for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = 0f;
-                } else if (cols == NRF) {
-                    for (int p = 0; p < kc; p++) System.arraycopy(b, bBase + (pc + p) * n + j, pb, base + p * NRF, NRF);
+                } else if (cols == NRF) {                      // two vectors per row (arraycopy's call cost more at 16 floats)
+                    for (int dst = base, end = base + kc * NRF, src = bBase + pc * n + j; dst < end; dst += NRF, src += n) {
+                        FloatVector.fromArray(FS, b, src).intoArray(pb, dst);
+                        FloatVector.fromArray(FS, b, src + FL).intoArray(pb, dst + FL);
+                    }
                 } else {
                     for (int p = 0; p < kc; p++) {
                         int dst = base + p * NRF;
