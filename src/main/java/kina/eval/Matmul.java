@@ -22,9 +22,9 @@ import jdk.incubator.vector.VectorSpecies;
  * Transposed operands ({@code transA}: A stored [.., K, M]; {@code transB}: B stored [.., N, K])
  * are read in place by the packing, which moves values without arithmetic. Threads
  * ({@link Parallel}) take disjoint output blocks; padding lanes and rows (zeros) land in a scratch
- * tile and are never written to {@code out}. With few column panels (≤ {@link #DIRECT_PANELS}) A is
+ * tile and are never written to {@code out}. With few column panels ({@link #DIRECT_PANELS}) A is
  * read in place instead of packed (packing would cost about as much as the products, F32): a plain
- * A by rows (that kernel continues chains from {@code out}, filled with −0.0 first), a transposed A
+ * A by rows (that kernel continues chains from {@code out}, each tile set to −0.0 just before), a transposed A
  * by its rows p, which already hold a panel's MR values side by side (attention's batched
  * xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7× faster). Small products take a scalar loop
  * with the same order.
@@ -48,8 +48,13 @@ public final class Matmul {
      * 2–3× slower on 2 threads than on 1).
      */
     static final long PARALLEL_MIN = 1L << 23;
-    /** With at most this many column panels, A (plain or transposed) is read in place, not packed (F32). */
-    static final int DIRECT_PANELS = 8;
+    /**
+     * When A is read in place instead of packed (F32): plain A with at most DIRECT_PANELS column
+     * panels and K ≥ DIRECT_K (below it the in-place kernel's per-tile start, −0.0 stored and loaded
+     * back, cost more than packing: attention's q·kᵀ, K = 32, ran ~10 % faster packed); transposed A
+     * with at most DIRECT_COLS (xᵀ·g with N = 128, 8 panels, ran ~5 % faster packed; N = 32 in place).
+     */
+    static final int DIRECT_PANELS = 8, DIRECT_K = 64, DIRECT_COLS = 4;
 
     /** Rows of the scalar path's block. */
     static final int ROWS = 4;
@@ -165,10 +170,11 @@ public final class Matmul {
             int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
             int cols = j1 - j0, panels = (cols + NRF - 1) / NRF;
             int kcStep = Math.min(KC, k), mcStep = mcStep(i1 - i0);
-            // Few column panels: packing plain A would cost about as much as the products, so it is
-            // read in place; a transposed A is already laid out as MR-value columns (stride m), so
-            // it is never packed. Only a ragged last row panel is packed then (at pa[0]).
-            AForm form = panels > DIRECT_PANELS ? AForm.PACKED : transA ? AForm.COLS : AForm.ROWS;
+            // Few column panels: packing A would cost about as much as the products, so it is read in
+            // place (a transposed A is already laid out as MR-value columns, stride m); see
+            // DIRECT_PANELS. Only a ragged last row panel is packed then (at pa[0]).
+            AForm form = transA ? (panels > DIRECT_COLS ? AForm.PACKED : AForm.COLS)
+                    : panels > DIRECT_PANELS || k < DIRECT_K ? AForm.PACKED : AForm.ROWS;
             if (s.b.length < panels * NRF * kcStep) s.b = new float[panels * NRF * kcStep];
             int aNeed = (form == AForm.PACKED ? mcStep : MR) * kcStep;
             if (s.a.length < aNeed) s.a = new float[aNeed];
@@ -181,8 +187,6 @@ public final class Matmul {
                     int mc = Math.min(mcStep, i1 - ic), full = mc / MR * MR;
                     if (form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
                     else if (full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
-                    if (form == AForm.ROWS && !load)
-                        for (int r = ic; r < ic + full; r++) java.util.Arrays.fill(out, oBase + r * n + j0, oBase + r * n + j1, -0.0f);
                     for (int jp = 0; jp < panels; jp++) {
                         int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
                         for (int ip = 0; ip * MR < mc; ip++) {
@@ -191,7 +195,9 @@ public final class Matmul {
                             boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
                             float[] c = edge ? tile : out;
                             int co = edge ? 0 : oBase + i * n + j, ldc = edge ? NRF : n;
-                            if (edge && (load || rows)) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
+                            // The in-place rows kernel always continues chains: start them at −0.0 just before, while in L1.
+                            if (rows && !load) negZeroF32(c, co, ldc);
+                            else if (edge && load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
                             if (rows) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, c, co, ldc);
                             else if (form == AForm.PACKED || mr < MR) kernelF32(pa, form == AForm.PACKED ? ip * kc * MR : 0, pb, bo, kc, c, co, ldc, load);
                             else kernelColsF32(a, aBase + pc * m + i, m, pb, bo, kc, c, co, ldc, load);
@@ -200,6 +206,12 @@ public final class Matmul {
                     }
                 }
             }
+        }
+
+        /** c[co + r·ldc + j] = −0.0 for r < MR, j < NR: a tile's chains before their first product. */
+        static void negZeroF32(float[] c, int co, int ldc) {
+            FloatVector z = FloatVector.broadcast(FS, -0.0f);
+            for (int r = 0, o = co; r < MR; r++, o += ldc) { z.intoArray(c, o); z.intoArray(c, o + FL); }
         }
 
         /** pa[ip][p][r] = A(ic + ip·MR + r, pc + p), zero past row ic + mc. */
@@ -241,8 +253,11 @@ public final class Matmul {
                         for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = b[src + p];
                     }
                     for (int c = cols; c < NRF; c++) for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = 0f;
-                } else if (cols == NRF) {
-                    for (int p = 0; p < kc; p++) System.arraycopy(b, bBase + (pc + p) * n + j, pb, base + p * NRF, NRF);
+                } else if (cols == NRF) {                      // two vectors per row (arraycopy's call cost more at 16 floats)
+                    for (int dst = base, end = base + kc * NRF, src = bBase + pc * n + j; dst < end; dst += NRF, src += n) {
+                        FloatVector.fromArray(FS, b, src).intoArray(pb, dst);
+                        FloatVector.fromArray(FS, b, src + FL).intoArray(pb, dst + FL);
+                    }
                 } else {
                     for (int p = 0; p < kc; p++) {
                         int dst = base + p * NRF;
