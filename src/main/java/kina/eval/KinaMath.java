@@ -8,8 +8,9 @@ import jdk.incubator.vector.VectorSpecies;
 
 /**
  * kina's own float exp (DESIGN §4.1 rule 4): one algorithm in a scalar and a lanewise form that
- * take the same IEEE operations in the same order, so every lane of {@link #exp(FloatVector)}
- * equals {@link #exp(float)} bit for bit, in every JIT tier. Only float fma, add, sub, mul,
+ * take the same IEEE operations in the same order, so every lane of the array forms ({@link
+ * #exp(float[], int, float[], int, int)}, {@code expMinus}, {@code expNeg}) equals {@link #exp(float)}
+ * bit for bit, in every JIT tier. Only float fma, add, sub, mul,
  * min/max, compare/blend, int add/sub/shift and bit reinterpretations are used: each is exactly
  * specified in Java and in the Vector API (unlike {@code Math.exp} or lanewise {@code EXP}). The
  * interpreter's and the plan's F32 kernels both call it; F64 keeps {@link StrictMath#exp}.
@@ -69,47 +70,58 @@ public final class KinaMath {
         return x != x ? x : y;
     }
 
-    /** e^x lanewise: every lane equals {@link #exp(float)} of that lane, bit for bit. */
-    public static FloatVector exp(FloatVector x) {
-        VectorSpecies<Float> s = x.species();
-        FloatVector xc = x.max(LO).min(HI);
-        FloatVector t = xc.fma(FloatVector.broadcast(s, LOG2E), FloatVector.broadcast(s, SHIFT));
-        FloatVector n = t.sub(SHIFT);
-        FloatVector r = n.fma(FloatVector.broadcast(s, -LN2_HI), xc);
-        r = n.fma(FloatVector.broadcast(s, -LN2_LO), r);
-        FloatVector p = FloatVector.broadcast(s, C6).fma(r, FloatVector.broadcast(s, C5));
-        p = p.fma(r, FloatVector.broadcast(s, C4));
-        p = p.fma(r, FloatVector.broadcast(s, C3));
-        p = p.fma(r, FloatVector.broadcast(s, C2));
-        FloatVector one = FloatVector.broadcast(s, 1f);
-        p = p.fma(r, one);
-        p = p.fma(r, one);
-        IntVector k = ((IntVector) t.reinterpretAsInts()).sub(SHIFT_BITS);
-        IntVector k1 = k.lanewise(VectorOperators.ASHR, 1), k2 = k.sub(k1);
-        FloatVector s1 = (FloatVector) k1.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
-        FloatVector s2 = (FloatVector) k2.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
-        FloatVector y = p.mul(s1).mul(s2);
-        VectorMask<Float> nan = x.compare(VectorOperators.NE, x);
-        return y.blend(x, nan);
-    }
+    /** y[yOff + i] = exp(x[xOff + i]) for i in [0, n): whole vectors in lanes, then {@link #exp(float)}. */
+    public static void exp(float[] x, int xOff, float[] y, int yOff, int n) { expLoop(PLAIN, x, xOff, 0f, y, yOff, n); }
+
+    /** y[yOff + i] = exp(x[xOff + i] − m) for i in [0, n) (a float subtraction, then exp). */
+    public static void expMinus(float[] x, int xOff, float m, float[] y, int yOff, int n) { expLoop(MINUS, x, xOff, m, y, yOff, n); }
+
+    /** y[yOff + i] = exp(−x[xOff + i]) for i in [0, n) (sigmoid's exp). */
+    public static void expNeg(float[] x, int xOff, float[] y, int yOff, int n) { expLoop(NEG, x, xOff, 0f, y, yOff, n); }
+
+    private static final int PLAIN = 0, MINUS = 1, NEG = 2;
 
     /**
-     * y[yOff + i] = exp(x[xOff + i]) for i in [0, n): {@link #exp(FloatVector)} over whole vectors, then
-     * {@link #exp(float)}. The loop keeps the vector values inside one small method so C2 inlines
-     * the lanewise exp (a vector passed across a call that is not inlined is boxed: measured ~10×
-     * slower).
+     * The one lanewise exp: {@link #exp(float)}'s operations in the same order on every lane of
+     * whole vectors (so each lane equals the scalar bit for bit: lanewise max, min, fma, sub, mul,
+     * integer add and shifts are exact), the rest by {@link #exp(float)}. The vector code lives in
+     * this loop and nowhere else, on purpose: a vector handed to or returned from a method C2 did
+     * not inline is boxed, and C2 declines to inline a method it already compiled on its own when
+     * that code is big; a lanewise exp in a helper method ran boxed (allocating) in the steady state.
+     * Callers pass arrays.
      */
-    public static void exp(float[] x, int xOff, float[] y, int yOff, int n) {
-        int v = FS.loopBound(n), i = 0;
-        for (; i < v; i += FS.length()) exp(FloatVector.fromArray(FS, x, xOff + i)).intoArray(y, yOff + i);
-        for (; i < n; i++) y[yOff + i] = exp(x[xOff + i]);
-    }
-
-    /** y[yOff + i] = exp(x[xOff + i] − m) for i in [0, n) (a float subtraction, then exp), as {@link #exp(float[], int, float[], int, int)}. */
-    public static void expMinus(float[] x, int xOff, float m, float[] y, int yOff, int n) {
-        int v = FS.loopBound(n), i = 0;
-        for (; i < v; i += FS.length()) exp(FloatVector.fromArray(FS, x, xOff + i).sub(m)).intoArray(y, yOff + i);
-        for (; i < n; i++) y[yOff + i] = exp(x[xOff + i] - m);
+    private static void expLoop(int mode, float[] x, int xOff, float m, float[] y, int yOff, int n) {
+        VectorSpecies<Float> s = FS;
+        int v = s.loopBound(n), i = 0;
+        FloatVector lo = FloatVector.broadcast(s, LO), hi = FloatVector.broadcast(s, HI), log2e = FloatVector.broadcast(s, LOG2E),
+                shift = FloatVector.broadcast(s, SHIFT), ln2Hi = FloatVector.broadcast(s, -LN2_HI), ln2Lo = FloatVector.broadcast(s, -LN2_LO),
+                c2 = FloatVector.broadcast(s, C2), c3 = FloatVector.broadcast(s, C3), c4 = FloatVector.broadcast(s, C4),
+                c5 = FloatVector.broadcast(s, C5), c6 = FloatVector.broadcast(s, C6), one = FloatVector.broadcast(s, 1f);
+        for (; i < v; i += s.length()) {
+            FloatVector x0 = FloatVector.fromArray(s, x, xOff + i);
+            FloatVector xv = mode == MINUS ? x0.sub(m) : mode == NEG ? x0.neg() : x0;
+            FloatVector xc = xv.max(lo).min(hi);
+            FloatVector t = xc.fma(log2e, shift);
+            FloatVector nn = t.sub(shift);
+            FloatVector r = nn.fma(ln2Hi, xc);
+            r = nn.fma(ln2Lo, r);
+            FloatVector p = c6.fma(r, c5);
+            p = p.fma(r, c4);
+            p = p.fma(r, c3);
+            p = p.fma(r, c2);
+            p = p.fma(r, one);
+            p = p.fma(r, one);
+            IntVector k = ((IntVector) t.reinterpretAsInts()).sub(SHIFT_BITS);
+            IntVector k1 = k.lanewise(VectorOperators.ASHR, 1), k2 = k.sub(k1);
+            FloatVector s1 = (FloatVector) k1.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+            FloatVector s2 = (FloatVector) k2.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+            FloatVector yv = p.mul(s1).mul(s2);
+            yv.blend(xv, xv.compare(VectorOperators.NE, xv)).intoArray(y, yOff + i);
+        }
+        for (; i < n; i++) {
+            float xi = x[xOff + i];
+            y[yOff + i] = exp(mode == MINUS ? xi - m : mode == NEG ? -xi : xi);
+        }
     }
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;

@@ -50,12 +50,6 @@ final class PlanKernels {
     /** σ(v) = 1 / (1 + exp(−v)), as Kernels.sigmoid at F32. */
     static float sigmoid(float v) { return 1f / (1f + KinaMath.exp(-v)); }
 
-    /** {@link #sigmoid(float)} lanewise: the same operations, so the same bits in every lane. */
-    static FloatVector sigmoid(FloatVector v) {
-        FloatVector one = FloatVector.broadcast(FS, 1f);
-        return one.div(one.add(KinaMath.exp(v.neg())));
-    }
-
     /** y[i] = f(x[i]) for i in [from, to); as Kernels.neg/exp/log/sqrt/rsqrt/tanh/sigmoid/reciprocal/silu/relu. */
     static void unary(Unary op, float[] x, float[] y, int from, int to) {
         switch (op) {
@@ -87,34 +81,39 @@ final class PlanKernels {
         }
     }
 
-    // The lanewise sigmoid loops live in small methods of their own: C2 then inlines the vector exp
-    // into the loop; inside the big switch it did not, and every vector crossing the call was boxed.
+    // The sigmoid family takes its exps from KinaMath's array form (the one lanewise exp: no vector
+    // ever crosses a method call, which C2 would box if it did not inline the callee), then finishes
+    // in a second pass over the same elements. y (or z) must not alias the operands (arena buffers
+    // never do).
 
-    /** y[i] = σ(x[i]) for i in [from, to): lanes, then the scalar tail. */
+    /** y[i] = σ(x[i]) = 1 / (1 + exp(−x[i])) for i in [from, to): the exps, then the rest, in lanes. */
     static void sigmoidRange(float[] x, float[] y, int from, int to) {
-        int vEnd = from + (to - from) / LANES * LANES;
-        for (int i = from; i < vEnd; i += LANES) sigmoid(FloatVector.fromArray(FS, x, i)).intoArray(y, i);
-        for (int i = vEnd; i < to; i++) y[i] = sigmoid(x[i]);
+        KinaMath.expNeg(x, from, y, from, to - from);
+        int i = from, vEnd = from + FS.loopBound(to - from);
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        for (; i < vEnd; i += LANES) one.div(one.add(FloatVector.fromArray(FS, y, i))).intoArray(y, i);
+        for (; i < to; i++) y[i] = 1f / (1f + y[i]);
     }
 
     /** y[i] = x[i] · σ(x[i]) for i in [from, to). */
     static void siluRange(float[] x, float[] y, int from, int to) {
-        int vEnd = from + (to - from) / LANES * LANES;
-        for (int i = from; i < vEnd; i += LANES) {
-            FloatVector v = FloatVector.fromArray(FS, x, i);
-            v.mul(sigmoid(v)).intoArray(y, i);
-        }
-        for (int i = vEnd; i < to; i++) { float v = x[i]; y[i] = v * sigmoid(v); }
+        KinaMath.expNeg(x, from, y, from, to - from);
+        int i = from, vEnd = from + FS.loopBound(to - from);
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        for (; i < vEnd; i += LANES)
+            FloatVector.fromArray(FS, x, i).mul(one.div(one.add(FloatVector.fromArray(FS, y, i)))).intoArray(y, i);
+        for (; i < to; i++) y[i] = x[i] * (1f / (1f + y[i]));
     }
 
     /** z[i] = (g · σ(g)) · u[i], g = a[i], for i in [from, to). */
     static void swigluRange(float[] a, float[] b, float[] z, int from, int to) {
-        int vEnd = from + (to - from) / LANES * LANES;
-        for (int i = from; i < vEnd; i += LANES) {
-            FloatVector g = FloatVector.fromArray(FS, a, i);
-            g.mul(sigmoid(g)).mul(FloatVector.fromArray(FS, b, i)).intoArray(z, i);
-        }
-        for (int i = vEnd; i < to; i++) { float g = a[i]; z[i] = (g * sigmoid(g)) * b[i]; }
+        KinaMath.expNeg(a, from, z, from, to - from);
+        int i = from, vEnd = from + FS.loopBound(to - from);
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        for (; i < vEnd; i += LANES)
+            FloatVector.fromArray(FS, a, i).mul(one.div(one.add(FloatVector.fromArray(FS, z, i))))
+                    .mul(FloatVector.fromArray(FS, b, i)).intoArray(z, i);
+        for (; i < to; i++) z[i] = (a[i] * (1f / (1f + z[i]))) * b[i];
     }
 
     /** The F64 twin of {@link #binary} for add, sub, mul, div, maximum. */
@@ -585,7 +584,7 @@ final class PlanKernels {
 
     /** p[from + i] = exp(p[from + i] − m) for whole vectors covering [from, from + n) (lanewise = scalar exp, bit for bit). */
     static void expMinusVec(float[] p, int from, int n, float m) {
-        for (int i = 0; i < n; i += LANES) KinaMath.exp(FloatVector.fromArray(FS, p, from + i).sub(m)).intoArray(p, from + i);
+        KinaMath.expMinus(p, from, m, p, from, (n + LANES - 1) / LANES * LANES);   // whole vectors: no scalar tail
     }
 
     /**
