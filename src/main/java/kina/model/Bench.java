@@ -127,7 +127,7 @@ public final class Bench {
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
-        if (plan != null && profile) prof.addFirst("warm-up: " + warm + " steps");
+        if (plan != null && profile) prof.addFirst("warm-up: " + warm + " train steps; times below summed over the " + steps + " timed ones");
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
     }
 

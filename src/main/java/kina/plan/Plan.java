@@ -531,7 +531,7 @@ public final class Plan {
         es.sort((a, b) -> Long.compare(b.getValue()[0], a.getValue()[0]));
         List<String> lines = new ArrayList<>();
         for (var e : es)
-            lines.add(String.format(Locale.ROOT, "%-34s %9.1f ms %5.1f%%  (%d steps)%s", e.getKey(), e.getValue()[0] / 1e6,
+            lines.add(String.format(Locale.ROOT, "%-34s %9.1f ms %5.1f%%  (%d kernels per run)%s", e.getKey(), e.getValue()[0] / 1e6,
                     total == 0 ? 0 : 100.0 * e.getValue()[0] / total, e.getValue()[1],
                     e.getValue()[2] > 0 && e.getValue()[0] > 0
                             ? String.format(Locale.ROOT, " %.1f GFLOP/s", runs * (double) e.getValue()[2] / e.getValue()[0]) : ""));

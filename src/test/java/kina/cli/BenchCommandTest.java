@@ -21,7 +21,7 @@ class BenchCommandTest {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup", "0", "--profile");
         assertThat(r.code()).as(r.err()).isZero();
         assertThat(r.out().lines().filter(l -> l.startsWith("kina bench:")).count()).isEqualTo(1);
-        assertThat(r.out()).contains("profile: warm-up: 2 steps").contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
+        assertThat(r.out()).contains("profile: warm-up: 2 train steps").contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
     }
 
     @Test void anUnknownEngineIsOneLine() {
