@@ -1,16 +1,27 @@
 package kina.cli;
 
 import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import kina.ir.KinaException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.MissingParameterException;
+import picocli.CommandLine.Model.ArgSpec;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.OverwrittenOptionException;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * The {@code kina} command. User errors (bad source, types, refused gradients, run-time traps,
  * bad files) print one line and exit 1; {@code --debug} adds the stack trace. Exit 2 is a usage
- * error; 3 an internal error.
+ * error (a bad option or argument: one {@code error:} line and a {@code see: kina CMD --help}
+ * hint, never the whole usage); 3 an internal error. Every command takes {@code -h/--help}.
  */
 @Command(name = "kina", mixinStandardHelpOptions = true, version = "kina 0.1.0",
         description = "A tensor compiler whose reverse mode is a transform of the program.",
@@ -18,10 +29,12 @@ import picocli.CommandLine.Option;
                 ModelCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Callable<Integer> {
 
-    /** Shared by every subcommand: show stack traces. */
+    /** Shared by every subcommand: show stack traces; {@code -h/--help} prints the usage, exit 0. */
     static final class Common {
         @Option(names = "--debug", description = "Print the stack trace of an error.")
         boolean debug;
+        @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
+        boolean help;
     }
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -50,11 +63,79 @@ public final class Main implements Callable<Integer> {
             err.println("internal error: " + ex + (debug ? "" : " (run with --debug for the stack trace)"));
             return 3;
         });
+        cl.setParameterExceptionHandler((ex, unused) -> {
+            CommandLine at = ex.getCommandLine() == null ? cl : ex.getCommandLine();
+            if (debug) ex.printStackTrace(err);
+            err.println("error: " + usageProblem(ex, at));
+            err.println("see: " + at.getCommandSpec().qualifiedName() + " --help");
+            return at.getCommandSpec().exitCodeOnInvalidInput();
+        });
         try {
             return cl.execute(args);
         } catch (StackOverflowError | OutOfMemoryError e) {
             err.println("error: " + e.getClass().getSimpleName() + " (the program is too large or too deep for this JVM)");
             return 1;
         }
+    }
+
+    /**
+     * One line for a command-line mistake: what is wrong and how to write it, in place of
+     * picocli's message and usage block (its wording also says "option option" for map options).
+     */
+    static String usageProblem(ParameterException ex, CommandLine at) {
+        String cmd = at.getCommandSpec().qualifiedName();
+        ArgSpec arg = ex.getArgSpec();
+        String value = ex.getValue();
+        String msg = ex.getMessage() == null ? "" : ex.getMessage();
+        if (ex instanceof UnmatchedArgumentException u) {
+            List<String> unmatched = u.getUnmatched();
+            String first = unmatched.isEmpty() ? "?" : unmatched.getFirst();
+            List<String> maybe = u.getSuggestions();
+            String hint = maybe.isEmpty() ? "" : " (did you mean " + String.join(" or ", maybe.subList(0, Math.min(3, maybe.size()))) + "?)";
+            if (u.isUnknownOption()) return "unknown option " + first + " for " + cmd + hint;
+            if (!at.getSubcommands().isEmpty() && at.getCommandSpec().positionalParameters().isEmpty())
+                return "unknown command '" + first + "'" + hint + "; the commands are "
+                        + String.join(", ", at.getSubcommands().keySet());
+            return "unexpected argument '" + first + "' for " + cmd + hint;
+        }
+        if (ex instanceof MissingParameterException m && !m.getMissing().isEmpty()) {
+            ArgSpec miss = m.getMissing().getFirst();
+            if (miss instanceof OptionSpec o && msg.contains("for option"))
+                return o.longestName() + " needs a value: " + o.longestName() + " " + o.paramLabel();
+            String what = miss instanceof OptionSpec o ? o.longestName() : miss.paramLabel();
+            String[] desc = miss.description();
+            String about = desc.length == 0 ? "" : " (" + lowerFirst(desc[0].replaceAll("\\.$", "")) + ")";
+            return cmd + " needs " + what + about;
+        }
+        if (ex instanceof OverwrittenOptionException w && w.getOverwritten() instanceof OptionSpec o)
+            return o.longestName() + " is given twice; give it once";
+        if (arg instanceof OptionSpec o && value != null) {
+            String name = o.longestName();
+            if (msg.contains("KEY=VALUE") || Map.class.isAssignableFrom(o.type())) {
+                String label = o.paramLabel();
+                String key = label.contains("=") ? label.substring(0, label.indexOf('=')) : "KEY";
+                String val = label.contains("=") ? label.substring(label.indexOf('=') + 1) : "VALUE";
+                return name + " takes " + key + "=" + val + ", not '" + value + "' (write " + name + " "
+                        + (value.contains("=") ? key : value) + "=" + val + ")";
+            }
+            String kind = kind(o.type());
+            if (kind != null && msg.startsWith("Invalid value"))
+                return name + " takes " + kind + (o.paramLabel().startsWith("<") ? "" : " (" + o.paramLabel() + ")")
+                        + ", not '" + value + "'";
+        }
+        return lowerFirst(msg.replace("option option", "option").lines().findFirst().orElse("bad arguments").replaceAll("\\.$", ""));
+    }
+
+    /** How to describe a value of type {@code t} to a user; null for types without a short name. */
+    private static String kind(Class<?> t) {
+        if (t == int.class || t == Integer.class || t == long.class || t == Long.class) return "a whole number";
+        if (t == double.class || t == Double.class || t == float.class || t == Float.class) return "a number";
+        if (t == Path.class) return "a path";
+        return null;
+    }
+
+    private static String lowerFirst(String s) {
+        return s.isEmpty() || (s.length() > 1 && Character.isUpperCase(s.charAt(1))) ? s
+                : s.substring(0, 1).toLowerCase(Locale.ROOT) + s.substring(1);
     }
 }

@@ -61,7 +61,9 @@ final class RunCommand implements Callable<Integer> {
             for (Rhs.Param p : fn.params()) declared.put(p.name().name(), p.type());
         }
         for (String name : inputs.keySet())
-            if (!declared.containsKey(name))
+            if (name.isBlank())
+                throw new KinaException(null, "--input =" + inputs.get(name) + ": no name before '=' (write --input NAME=PATH)");
+            else if (!declared.containsKey(name))
                 throw new KinaException(null, "--input " + name + ": the program has no input or parameter named " + name
                         + " (it has: " + String.join(", ", declared.keySet()) + ")");
         Map<String, Long> bounds = Inputs.indexBounds(prog);

@@ -14,8 +14,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 import kina.ir.DType;
 import kina.ir.Shape;
 import kina.ir.TensorType;
@@ -138,11 +140,34 @@ public final class TensorJson {
         } catch (JsonProcessingException e) {
             String where = e.getLocation() == null ? ""
                     : " at line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr();
-            String why = e.getOriginalMessage().lines().findFirst().orElse("");
-            throw new FileFormatError(p, "not valid JSON" + where + ": " + why);
+            throw new FileFormatError(p, "not valid JSON" + where + ": " + plain(e.getOriginalMessage()));
         } catch (IOException e) {
             throw new FileFormatError(p, "cannot read: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * Jackson's parse message in a user's words: its first line, without the source description
+     * ("[Source: REDACTED (`StreamReadFeature...` disabled); line: 1, column: 2]") or the list of
+     * what a JSON value may be; e.g. "unexpected end of input (the array opened at line 1, column 1
+     * is not closed)".
+     */
+    static String plain(String jackson) {
+        String m = jackson == null ? "" : jackson.lines().findFirst().orElse("");
+        m = m.replaceAll("\\[Source: [^\\]]*?line: (\\d+), column: (\\d+)\\]", "line $1, column $2")
+                .replaceAll(" \\(code -?\\d+\\)", "")
+                .replaceAll("\\(JSON String, Number.*\\)", "a number, array or object")
+                .replaceAll("expected a valid value", "expected")
+                .replaceAll("was expecting", "expected");
+        var end = Pattern.compile(
+                "Unexpected end-of-input: expected close marker for (Array|Object) \\(start marker at (line \\d+, column \\d+)\\)")
+                .matcher(m);
+        if (end.find())
+            return "unexpected end of input (the " + end.group(1).toLowerCase(Locale.ROOT) + " opened at "
+                    + end.group(2) + " is not closed)";
+        m = m.replace("Unexpected end-of-input", "unexpected end of input").replaceAll("character \\('(.+?)'\\)", "'$1'")
+                .replace("Array", "array").replace("Object", "object");
+        return m.isEmpty() ? m : Character.toLowerCase(m.charAt(0)) + m.substring(1);
     }
 
     /** The value starting at token {@code t}. */

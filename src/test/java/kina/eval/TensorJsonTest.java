@@ -110,6 +110,15 @@ class TensorJsonTest {
         assertThat(message(() -> TensorJson.read(bad, host(DType.F32, 3)))).startsWith(bad + ": not valid JSON at line 2");
         Path dup = file("dup.json", "{\"dtype\": \"F32\", \"dtype\": \"F32\"}");
         assertThat(message(() -> TensorJson.read(dup, host(DType.F32, 1)))).isEqualTo(dup + ": key \"dtype\" appears twice");
+        Path open = file("open.json", "{\"dtype\": \"F32\", \"data\": [1");
+        assertThat(message(() -> TensorJson.read(open, host(DType.F32, 1)))).isEqualTo(open
+                + ": not valid JSON at line 1, column 28: unexpected end of input (the array opened at line 1, column 26 is not closed)");
+        Path tok = file("tok.json", "[1, x]");
+        assertThat(message(() -> TensorJson.read(tok, host(DType.F32, 2))))
+                .isEqualTo(tok + ": not valid JSON at line 1, column 5: unrecognized token 'x': expected a number, array or object");
+        Path comma = file("comma.json", "[1 2]");
+        assertThat(message(() -> TensorJson.read(comma, host(DType.F32, 2))))
+                .isEqualTo(comma + ": not valid JSON at line 1, column 4: unexpected '2': expected comma to separate array entries");
         Path trailing = file("trail.json", "[1] [2]");
         assertThat(message(() -> TensorJson.read(trailing, host(DType.F32, 1)))).startsWith(trailing + ": not valid JSON");
     }
