@@ -2,6 +2,7 @@ package kina.cli;
 
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.Corpus;
 import kina.model.Optimizer;
@@ -29,7 +30,7 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--clip", description = "Global gradient-norm clip, 0 for none (default: ${DEFAULT-VALUE}).", defaultValue = "1.0") double clip;
     @Option(names = "--seed", description = "Seed of the initial weights and the batches (default: ${DEFAULT-VALUE}).", defaultValue = "1") long seed;
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
-    @Option(names = "--out", paramLabel = "DIR", description = "Checkpoints and the loss plot (default: ${DEFAULT-VALUE}).", defaultValue = "runs/latest") Path out;
+    @Option(names = "--out", paramLabel = "DIR", description = "Checkpoints and the loss plot (default: runs/latest; with --resume, the resumed run's directory).") Path out;
     @Option(names = "--eval-every", description = "Validate every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "100") int evalEvery;
     @Option(names = "--eval-batches", description = "Validation batches (default: ${DEFAULT-VALUE}).", defaultValue = "4") int evalBatches;
     @Option(names = "--checkpoint-every", description = "Checkpoint every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "500") int checkpointEvery;
@@ -52,9 +53,11 @@ final class TrainCommand implements Callable<Integer> {
         int wu = warmup != null ? warmup : Math.min(100, steps / 10);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
-        Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, out, evalEvery, evalBatches,
+        // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
+        Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");
+        Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
                 checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine));
-        Trainer.Summary s = new Trainer(o, corpus).run(System.out);
+        Trainer.Summary s = new Trainer(o, corpus).run(System.out, System.err);
         System.out.println(s.line());
         return 0;
     }

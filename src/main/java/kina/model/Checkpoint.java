@@ -140,6 +140,17 @@ public final class Checkpoint {
     }
 
     /**
+     * The run directory of the checkpoint {@code path} names (a root, or one of its step
+     * directories): where a resumed run's checkpoints go by default. CheckpointError as {@link #load}
+     * when {@code path} holds no checkpoint.
+     */
+    public static Path runDir(Path path) {
+        Path dir = resolve(path);
+        Path root = dir.getParent();
+        return root != null ? root : dir.toAbsolutePath().getParent();
+    }
+
+    /**
      * Throws CheckpointError unless {@code got} holds exactly the tensors {@code expected} names,
      * each of the expected dtype and shape. {@code file} and {@code configName} name them in errors.
      */

@@ -1,6 +1,8 @@
 package kina.model;
 
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -135,14 +137,22 @@ public final class Trainer {
         }
     }
 
-    /** The outcome of a run. */
-    public record Summary(Config config, long steps, long tokens, double trainLoss, double valLoss, double baseline,
+    /**
+     * The outcome of a run: it trained from step {@code fromStep} (0, or the resumed checkpoint's
+     * step) to step {@code steps}; {@code tokens} counts only the steps this run trained.
+     */
+    public record Summary(Config config, long fromStep, long steps, long tokens, double trainLoss, double valLoss, double baseline,
                           Duration time, Path checkpoint, Path plot, List<double[]> trainCurve, List<double[]> valCurve) {
         public String line() {
+            // A resumed run says both ends, so the token count is plainly this run's share.
+            String what = fromStep == 0
+                    ? String.format(Locale.ROOT, "for %d steps (%,d tokens)", steps, tokens)
+                    : String.format(Locale.ROOT, "from step %d to step %d (%d step%s, %,d tokens)", fromStep, steps,
+                            steps - fromStep, steps - fromStep == 1 ? "" : "s", tokens);
             return String.format(Locale.ROOT,
-                    "trained %s for %d steps (%,d tokens) in %s: train loss %.4f, validation loss %.4f nats/byte "
+                    "trained %s %s in %s: train loss %.4f, validation loss %.4f nats/byte "
                             + "(unigram baseline %.4f); checkpoint %s; loss curve %s",
-                    config.name(), steps, tokens, human(time), trainLoss, valLoss, baseline, checkpoint, plot);
+                    config.name(), what, human(time), trainLoss, valLoss, baseline, checkpoint, plot);
         }
     }
 
@@ -212,10 +222,32 @@ public final class Trainer {
         return TransformAd.transform(Checker.check(Parser.parse(name, src)));
     }
 
-    /** Trains; prints progress to {@code log}; returns the summary. */
+    /** Trains; prints progress and notes to {@code log}; returns the summary. */
     public Summary run(PrintStream log) {
+        return run(log, log);
+    }
+
+    /**
+     * Trains; prints progress to {@code log} and notes (a resume that stretches the schedule) to
+     * {@code notes}; returns the summary. Before any work: a KinaException when {@code out} cannot be
+     * a directory, or when the resumed checkpoint is already at or beyond {@code steps}.
+     */
+    public Summary run(PrintStream log, PrintStream notes) {
         Parallel.setThreads(o.threads());
         long t0 = System.nanoTime();
+        if (o.out() != null) requireOutDir(o.out());
+        Checkpoint.Loaded ck = o.resume() != null ? Checkpoint.load(o.resume()) : null;
+        if (ck != null) {
+            long at = ck.state().step();
+            if (o.steps() <= at)
+                throw new kina.ir.KinaException(null, "--steps " + o.steps() + " is not beyond the checkpoint's step " + at
+                        + " (" + ck.dir() + "): nothing to train");
+            // lrAt depends on (s, steps): another total re-times the cosine decay from here on.
+            Double was = ck.state().hyper().get("steps");
+            if (was != null && was.doubleValue() != o.steps())
+                notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d stretches it "
+                        + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(), o.steps());
+        }
         Runner step = o.engine().compile(compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, o.batch(), o.optimizer())));
         Runner eval = o.engine().compile(compile("<storylm " + c.name() + " loss>", StoryLm.lossOnly(c, o.batch())));
         Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
@@ -226,8 +258,7 @@ public final class Trainer {
         Map<String, Tensor> state = new LinkedHashMap<>();
         List<double[]> trainCurve = new ArrayList<>(), valCurve = new ArrayList<>();
         long start = 0;
-        if (o.resume() != null) {
-            Checkpoint.Loaded ck = Checkpoint.load(o.resume());
+        if (ck != null) {
             if (!ck.state().config().equals(c))
                 throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
             ck.requireWeights(types(""));
@@ -295,8 +326,23 @@ public final class Trainer {
             LossPlot.write(plot, trainCurve, valCurve, baseline);
         }
         long done = Math.max(0, o.steps() - start);
-        return new Summary(c, o.steps(), done * tokensPerStep, lastLoss, lastVal, baseline,
+        return new Summary(c, start, o.steps(), done * tokensPerStep, lastLoss, lastVal, baseline,
                 Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve);
+    }
+
+    /** Creates {@code out} (and its parents) up front, so a bad --out fails before training, not at the first checkpoint. */
+    private static void requireOutDir(Path out) {
+        if (Files.exists(out) && !Files.isDirectory(out))
+            throw new kina.ir.KinaException(null, "--out " + out + ": not a directory");
+        try {
+            Files.createDirectories(out);
+        } catch (IOException e) {
+            String why = e instanceof java.nio.file.AccessDeniedException ? "permission denied"
+                    : e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason()
+                    : e.getClass().getSimpleName();
+            throw new kina.ir.KinaException(null, "--out " + out + ": cannot create the directory: " + why);
+        }
+        if (!Files.isWritable(out)) throw new kina.ir.KinaException(null, "--out " + out + ": directory not writable");
     }
 
     /** What the step carries: each weight and optimizer state from its result position (StoryLm.trainStep's order). */

@@ -1,6 +1,7 @@
 package kina.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.PrintStream;
 import java.io.OutputStream;
@@ -69,5 +70,63 @@ class TrainerTest {
             assertThat(Double.doubleToRawLongBits(resumed.trainCurve().get(i)[1]))
                     .as("loss of step %d", i + 1).isEqualTo(Double.doubleToRawLongBits(whole.trainCurve().get(i)[1]));
         assertThat(Double.doubleToRawLongBits(resumed.valLoss())).isEqualTo(Double.doubleToRawLongBits(whole.valLoss()));
+    }
+
+    static String capture(java.util.function.Consumer<PrintStream> f) {
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+        f.accept(new PrintStream(b, true, java.nio.charset.StandardCharsets.UTF_8));
+        return b.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    @Test void resumingToAStepNotBeyondTheCheckpointIsAnErrorBeforeTraining(@TempDir Path dir) {
+        Corpus corpus = slice();
+        new Trainer(options(5, dir, null), corpus).run(QUIET);
+        for (int steps : new int[] {3, 5}) {
+            String log = capture(out -> assertThatThrownBy(() -> new Trainer(options(steps, dir, dir), corpus).run(out))
+                    .isInstanceOf(kina.ir.KinaException.class)
+                    .hasMessage("--steps " + steps + " is not beyond the checkpoint's step 5 (" + dir.resolve("step-000005") + "): nothing to train"));
+            assertThat(log).isEmpty();
+        }
+    }
+
+    @Test void aResumedSummarySaysFromWhichStepAndCountsThisRunsTokens(@TempDir Path dir) {
+        Corpus corpus = slice();
+        Trainer.Summary first = new Trainer(options(5, dir, null), corpus).run(QUIET);
+        assertThat(first.line()).startsWith("trained tiny for 5 steps (640 tokens) in ");
+        Trainer.Summary s = new Trainer(options(8, dir, dir), corpus).run(QUIET, QUIET);
+        assertThat(s.fromStep()).isEqualTo(5);
+        assertThat(s.steps()).isEqualTo(8);
+        assertThat(s.tokens()).isEqualTo(3 * 2 * 64);
+        assertThat(s.line()).startsWith("trained tiny from step 5 to step 8 (3 steps, 384 tokens) in ");
+    }
+
+    @Test void resumingWithOtherStepsNotesTheStretchedSchedule(@TempDir Path dir) throws Exception {
+        Corpus corpus = slice();
+        new Trainer(options(5, dir.resolve("a"), null), corpus).run(QUIET);
+        String note = capture(err -> new Trainer(options(7, dir.resolve("a"), dir.resolve("a/step-000005")), corpus).run(QUIET, err));
+        assertThat(note).isEqualTo("note: the schedule was for 5 steps; continuing to 7 stretches it "
+                + "(losses will differ from an uninterrupted 7-step run)" + System.lineSeparator());
+        // The same total: no note (b's step-5 checkpoint belongs to an 8-step run).
+        new Trainer(options(8, dir.resolve("b"), null), corpus).run(QUIET);
+        assertThat(capture(err -> new Trainer(options(8, dir.resolve("b2"), dir.resolve("b/step-000005")), corpus).run(QUIET, err))).isEmpty();
+        // A checkpoint of the stretched run records its new total.
+        assertThat(Checkpoint.load(dir.resolve("a")).state().hyper()).containsEntry("steps", 7.0);
+        // An older checkpoint that does not record the total: no note.
+        Path st = dir.resolve("a/step-000007/" + Checkpoint.STATE_FILE);
+        Files.writeString(st, Files.readString(st).replaceFirst("\"steps\" : 7.0,", ""));
+        assertThat(Checkpoint.load(dir.resolve("a")).state().hyper()).doesNotContainKey("steps");
+        assertThat(capture(err -> new Trainer(options(9, dir.resolve("c"), dir.resolve("a")), corpus).run(QUIET, err))).isEmpty();
+    }
+
+    @Test void anUnusableOutFailsBeforeTraining(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("file"), "x");
+        String log = capture(out -> assertThatThrownBy(() -> new Trainer(options(2, file, null), slice()).run(out))
+                .isInstanceOf(kina.ir.KinaException.class).hasMessage("--out " + file + ": not a directory"));
+        assertThat(log).isEmpty();
+        assertThatThrownBy(() -> new Trainer(options(2, file.resolve("sub"), null), slice()).run(QUIET))
+                .isInstanceOf(kina.ir.KinaException.class).hasMessageStartingWith("--out " + file.resolve("sub") + ": cannot create the directory");
+        Path fresh = dir.resolve("new/run");
+        new Trainer(options(1, fresh, null), slice()).run(QUIET);
+        assertThat(Files.exists(fresh.resolve("step-000001/" + Checkpoint.STATE_FILE))).isTrue();
     }
 }

@@ -1,0 +1,63 @@
+package kina.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import kina.cli.CliTest.Result;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code kina train}'s --out and --resume: where a resumed run writes, and the errors before training. */
+class TrainCommandTest {
+    static final String[] SMALL = {"--batch", "1", "--eval-batches", "1", "--threads", "1", "--no-progress"};
+
+    static Result train(String... args) {
+        String[] all = new String[1 + args.length + SMALL.length];
+        all[0] = "train";
+        System.arraycopy(args, 0, all, 1, args.length);
+        System.arraycopy(SMALL, 0, all, 1 + args.length, SMALL.length);
+        return CliTest.kina(all);
+    }
+
+    @Test void aResumedRunWritesIntoItsOwnDirectoryUnlessOutIsGiven(@TempDir Path dir) throws Exception {
+        Path r1 = dir.resolve("r1"), r2 = dir.resolve("r2");
+        Result first = train("--steps", "2", "--out", r1.toString());
+        assertThat(first.code()).as(first.err()).isZero();
+
+        Result resumed = train("--steps", "3", "--resume", r1.toString());
+        assertThat(resumed.code()).as(resumed.err()).isZero();
+        assertThat(r1.resolve("step-000003/state.json")).exists();
+        assertThat(Files.readString(r1.resolve("latest")).strip()).isEqualTo("step-000003");
+
+        // Resuming from a step directory: still the run's directory.
+        Result fromStep = train("--steps", "4", "--resume", r1.resolve("step-000003").toString());
+        assertThat(fromStep.code()).as(fromStep.err()).isZero();
+        assertThat(Files.readString(r1.resolve("latest")).strip()).isEqualTo("step-000004");
+
+        // An explicit --out that differs is kept; the resumed run is left alone.
+        Result elsewhere = train("--steps", "5", "--resume", r1.toString(), "--out", r2.toString());
+        assertThat(elsewhere.code()).as(elsewhere.err()).isZero();
+        assertThat(r2.resolve("step-000005/state.json")).exists();
+        assertThat(r1.resolve("step-000005")).doesNotExist();
+        assertThat(Files.readString(r1.resolve("latest")).strip()).isEqualTo("step-000004");
+    }
+
+    @Test void stepsNotBeyondTheCheckpointIsOneLineAndExitOne(@TempDir Path dir) {
+        Path r1 = dir.resolve("r1");
+        assertThat(train("--steps", "2", "--out", r1.toString()).code()).isZero();
+        Result r = train("--steps", "1", "--resume", r1.toString());
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).isEqualTo("error: --steps 1 is not beyond the checkpoint's step 2 ("
+                + r1.resolve("step-000002") + "): nothing to train");
+    }
+
+    @Test void anOutThatIsAFileIsOneLineBeforeTraining(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("passwd"), "root:x:0:0\n");
+        // 500 steps with the default checkpoint interval: the old check came only after all of them.
+        Result r = train("--steps", "500", "--out", file.toString());
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).isEqualTo("error: --out " + file + ": not a directory");
+        assertThat(Files.readString(file)).isEqualTo("root:x:0:0\n");
+    }
+}
