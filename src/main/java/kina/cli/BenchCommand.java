@@ -11,7 +11,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code kina bench}: time the AdamW train step of a config on random byte batches; one result line. */
-@Command(name = "bench", description = "Time N train steps (after a warm-up of at least 2 steps and --warmup seconds) of a StoryLM config on random byte batches.")
+@Command(name = "bench", description = "Time N train steps (after a warm-up of at least 2 steps and --warmup-seconds) of a StoryLM config on random byte batches.")
 final class BenchCommand implements Callable<Integer> {
     @Option(names = "--config", paramLabel = "NAME|FILE.json", defaultValue = "tiny", description = "tiny, small, medium, or a JSON config (default: ${DEFAULT-VALUE}).")
     String config;
@@ -19,7 +19,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--batch", defaultValue = "8", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
     @Option(names = "--engine", defaultValue = "plan", description = "plan or interpreter (default: ${DEFAULT-VALUE}).") String engine;
-    @Option(names = "--warmup", paramLabel = "SECONDS", defaultValue = "5", description = "Warm-up time before the timed steps, for the JIT to compile the kernels (default: ${DEFAULT-VALUE}; at least 2 steps either way).") double warmup;
+    @Option(names = "--warmup-seconds", paramLabel = "SECONDS", defaultValue = "5", description = "Warm-up time before the timed steps, for the JIT to compile the kernels (default: ${DEFAULT-VALUE}; at least 2 steps either way).") double warmup;
     @Option(names = "--profile", description = "After the result line, the time by instruction kind (plan engine).") boolean profile;
     @Option(names = "--scaling", description = "Instead: time transform_ad and planning of medium-like train steps of 1 to 32 layers.") boolean scaling;
     @Mixin Main.Common common;
@@ -35,7 +35,7 @@ final class BenchCommand implements Callable<Integer> {
         Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
-        if (!(warmup >= 0)) throw new kina.ir.KinaException(null, "--warmup must be >= 0 seconds");
+        if (!(warmup >= 0)) throw new kina.ir.KinaException(null, "--warmup-seconds must be >= 0");
         Bench.Result r = Bench.run(c, batch, steps, th, Trainer.Engine.parse(engine), profile, (long) (warmup * 1e9));
         java.io.PrintWriter out = spec.commandLine().getOut();
         out.println(r.line());

@@ -61,7 +61,7 @@ public final class Bench {
      * about 4 s of steps before its per-step allocation and time settle). Training pays this once
      * per run; the bench times the steady state that the rest of a run sees.
      */
-    public static final long WARMUP_NANOS = 5_000_000_000L;   // the CLI's default (--warmup 5)
+    public static final long WARMUP_NANOS = 5_000_000_000L;   // the CLI's default (--warmup-seconds 5)
     public static final int MAX_WARMUP = 200;
 
     /** The plan's profile lines after one line giving its arena (the step's reused buffers). */

@@ -11,14 +11,14 @@ class BenchCommandTest {
 
     @Test void printsOneResultLinePerEngine() {
         for (String engine : new String[] {"plan", "interpreter"}) {
-            CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup", "0", "--engine", engine);
+            CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup-seconds", "0", "--engine", engine);
             assertThat(r.code()).as(r.err()).isZero();
             assertThat(r.out().strip()).matches(LINE.formatted(engine));
         }
     }
 
     @Test void profilesByInstructionKind() {
-        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup", "0", "--profile");
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup-seconds", "0", "--profile");
         assertThat(r.code()).as(r.err()).isZero();
         assertThat(r.out().lines().filter(l -> l.startsWith("kina bench:")).count()).isEqualTo(1);
         assertThat(r.out()).contains("profile: warm-up: 2 train steps").contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
@@ -31,8 +31,8 @@ class BenchCommandTest {
     }
 
     @Test void aNegativeWarmupIsOneLine() {
-        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--warmup", "-1");
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--warmup-seconds", "-1");
         assertThat(r.code()).isEqualTo(1);
-        assertThat(r.err().strip()).isEqualTo("error: --warmup must be >= 0 seconds");
+        assertThat(r.err().strip()).isEqualTo("error: --warmup-seconds must be >= 0");
     }
 }
