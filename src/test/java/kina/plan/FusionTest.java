@@ -64,6 +64,28 @@ class FusionTest {
         }
     }
 
+    /** Scalar leaves on either side of every binary step (the vector-scalar loops), with a lane tail. */
+    @Test void scalarOperandsOnEitherSideEqualTheInterpreterBitForBit() {
+        Program p = transformed("sides", """
+                let x = tensor<F32, [3, 1027], @host> in
+                let s = tensor<F32, [1, 1], @host> in
+                let t = s.broadcast([3, 1027]) in
+                let a = (x + t) * t - t in
+                let b = t - (t / a).maximum(t) in
+                let c = (t * b + t) / t in
+                (a, b, c.maximum(t) - t.maximum(x) / x, (t - x).maximum(t).sqrt())
+                """);
+        Plan fused = Plan.compile(p);
+        assertThat(fused.fusedSteps()).isGreaterThanOrEqualTo(10);
+        for (int threads : new int[] {1, 2}) {
+            Parallel.setThreads(threads);
+            for (int run = 0; run < 3; run++) {
+                Map<String, Tensor> in = randomInputs(fused, 100 * threads + run, 4);
+                assertBits(fused.run(in), interpret(p, in), "threads " + threads + " run " + run);
+            }
+        }
+    }
+
     @Test void aLoneStepWithoutBroadcastsIsNotFused() {
         Program p = transformed("one", """
                 let x = tensor<F32, [3], @host> in
