@@ -556,25 +556,26 @@ final class PlanKernels {
      * returns {@link #rowMax} of the scaled values, in the same pass.
      */
     static float scaleMax(float[] p, int from, int n, float s) {
-        int vn = n / LANES * LANES;
-        if (vn < 2 * LANES) {
+        if (n < LANES) {
             scaleVec(p, from, n, s);
             return rowMax(p, from, n);
         }
         FloatVector mv = FloatVector.fromArray(FS, p, from).mul(s);
         mv.intoArray(p, from);
-        for (int i = LANES; i < vn; i += LANES) {
+        int i = LANES;
+        for (; i + LANES <= n; i += LANES) {
             FloatVector v = FloatVector.fromArray(FS, p, from + i).mul(s);
             v.intoArray(p, from + i);
             mv = mv.max(v);
         }
-        if (vn < n) FloatVector.fromArray(FS, p, from + vn).mul(s).intoArray(p, from + vn);
+        if (i < n) {                                   // the tail: scale it, then max in the last LANES scores (max is idempotent: the overlap is harmless)
+            FloatVector.fromArray(FS, p, from + i).mul(s).intoArray(p, from + i);
+            mv = mv.max(FloatVector.fromArray(FS, p, from + n - LANES));
+        }
         float m = mv.lane(0);
         boolean nan = m != m;
         for (int k = 1; k < LANES; k++) { float l = mv.lane(k); nan |= l != l; m = Math.max(m, l); }
-        if (nan) return rowMax(p, from, n);
-        for (int i = vn; i < n; i++) m = Math.max(m, p[from + i]);
-        return m;
+        return nan ? rowMax(p, from, n) : m;
     }
 
     /** p[from + i] = p[from + i] / z for whole vectors covering [from, from + n). */
