@@ -1,7 +1,5 @@
 package kina.plan;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import java.util.SplittableRandom;
 import kina.eval.Kernels;
 import kina.eval.Tensor;
@@ -129,6 +127,5 @@ class PlanKernelsExpTest {
         round(r, false);
         for (int i = 0; i < 60; i++) round(r, i % 2 == 0);    // warm-up: C2 compiles the kernels
         for (int i = 0; i < 3; i++) round(r, i % 2 == 0);
-        assertThat(r.nextInt()).isNotNull();
     }
 }
