@@ -109,6 +109,9 @@ public interface Ops<T> {
     /** IR-internal: the attention probabilities (or sink shares), the adjoint vocabulary of attention. */
     T attentionProbs(T q, T k, Optional<T> sinks, AttnOpts opts, boolean sinkColumn);
 
+    /** IR-internal: attention's products over attended pairs (QK, PK, PQ; see {@link kina.ir.Instr.AttentionProduct}). */
+    T attentionProduct(T a, T b, AttnOpts opts, kina.ir.Instr.AttentionProduct.Form form);
+
     /**
      * Gives a cotangent a readable name in the recording reading ({@code g_x}); the identity in
      * the eager reading. Called only by the reverse scan, never by rules.

@@ -147,5 +147,6 @@ public final class Recording implements Ops<Var> {
     @Override public Var rope(Var x, Var cos, Var sin, int heads, int rotary, int start) { return emit(new Rope(x, cos, sin, heads, rotary, start)); }
     @Override public Var attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) { return emit(new Attention(q, k, v, sinks, opts)); }
     @Override public Var setRows(Var table, Var ids, Var rows) { return emit(new SetRows(table, ids, rows)); }
+    @Override public Var attentionProduct(Var a, Var b, AttnOpts opts, AttentionProduct.Form form) { return emit(new AttentionProduct(a, b, opts, form)); }
     @Override public Var attentionProbs(Var q, Var k, Optional<Var> sinks, AttnOpts opts, boolean sinkColumn) { return emit(new AttentionProbs(q, k, sinks, opts, sinkColumn)); }
 }

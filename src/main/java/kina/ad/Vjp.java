@@ -122,6 +122,7 @@ public final class Vjp {
             case ScatterAdd(_, var ids, _) -> valuesOnly(o.gather(g, p.of(ids)));
             case ScatterAlongAxis(var axis, _, var ids, _) -> valuesOnly(o.takeAlongAxis(g, p.of(ids), axis));
             case AttentionProbs a -> attentionProbs(a, p, y, g, o);
+            case AttentionProduct(var a, var b, var op, var form) -> attentionProduct(form, op, p.of(a), p.of(b), g, o);
         };
     }
 
@@ -227,84 +228,39 @@ public final class Vjp {
 
     // ---- attention ------------------------------------------------------------------------------
 
-    /** σ++[T, H·hd] → σ++[KV, G·T, hd]: query heads grouped under their kv head. */
-    private static <T> T queryHeads(Ops<T> o, T q, int kv, int grp) {
-        Shape s = o.type(q).shape();
-        int r = s.rank();
-        Shape lead = s.prefix(r - 2);
-        long t = s.dim(r - 2), hd = s.dim(r - 1) / ((long) kv * grp);
-        T x = o.reshape(q, lead.concat(t, kv, grp, hd));
-        x = o.transpose(x, moveFirstOfLast(r + 2, 4));                // σ++[KV, G, T, hd]
-        return o.reshape(x, lead.concat(kv, grp * t, hd));
-    }
-
-    /** The inverse of {@link #queryHeads}: σ++[KV, G·T, hd] → σ++[T, H·hd]. */
-    private static <T> T unQueryHeads(Ops<T> o, T x, Shape qs, int kv, int grp) {
-        int r = qs.rank();
-        Shape lead = qs.prefix(r - 2);
-        long t = qs.dim(r - 2), hd = qs.dim(r - 1) / ((long) kv * grp);
-        T y = o.reshape(x, lead.concat(kv, grp, t, hd));
-        y = o.transpose(y, moveFirstOfLast(r + 2, 4).inverse());     // σ++[T, KV, G, hd]
-        return o.reshape(y, qs);
-    }
-
-    /** σ++[L, KV·hd] → σ++[KV, L, hd]. */
-    private static <T> T kvHeads(Ops<T> o, T k, int kv) {
-        Shape s = o.type(k).shape();
-        int r = s.rank();
-        T x = o.reshape(k, s.prefix(r - 2).concat(s.dim(r - 2), kv, s.dim(r - 1) / kv));
-        return o.transpose(x, swap(r + 1, r - 2, r - 1));
-    }
-
-    /** The inverse of {@link #kvHeads}: σ++[KV, L, hd] → σ++[L, KV·hd]. */
-    private static <T> T unKvHeads(Ops<T> o, T x, Shape ks) {
-        int r = ks.rank();
-        T y = o.transpose(x, swap(r + 1, r - 2, r - 1));
-        return o.reshape(y, ks);
-    }
-
-    /** The permutation of rank n moving axis n−k (the first of the last k) to position n−2. */
-    private static Perm moveFirstOfLast(int n, int k) {
-        int[] p = new int[n];
-        int at = 0;
-        for (int i = 0; i < n - k; i++) p[at++] = i;
-        for (int i = n - k + 1; i < n - 1; i++) p[at++] = i;
-        p[at++] = n - k;
-        p[at] = n - 1;
-        return Perm.of(p);
-    }
-
-    /** The permutation of rank n exchanging axes i and j. */
-    private static Perm swap(int n, int i, int j) {
-        int[] p = new int[n];
-        for (int a = 0; a < n; a++) p[a] = a;
-        p[i] = j;
-        p[j] = i;
-        return Perm.of(p);
-    }
-
     /**
      * attention (spec-notes §11.2 Attention): with P = attention_probs(q, k, sinks) σ++[H, T, L]
-     * (0 where masked) and out = P V per kv group: dV = Pᵀ g, dP = g Vᵀ, then the rule of
-     * attention_probs for dP (q, k, sinks).
+     * (0 where masked) and out = P V per kv group: dV = Pᵀ g and dP = g Vᵀ over the attended pairs
+     * ({@link AttentionProduct} PQ and QK: the masked half of a causal product is never computed),
+     * then the rule of attention_probs for dP (q, k, sinks).
      */
     static <T> Pullback<T> attention(Attention a, Primals<T> p, T g, Ops<T> o) {
         AttnOpts op = a.opts();
-        int kv = op.kvHeads(), grp = op.heads() / kv;
         T q = p.of(a.q()), k = p.of(a.k()), v = p.of(a.v());
-        Shape qs = o.type(q).shape(), ks = o.type(k).shape();
-        int r = qs.rank();
         T probs = o.attentionProbs(q, k, a.sinks().map(p::of), op, false);          // σ++[H, T, L]
-        long t = qs.dim(r - 2), l = ks.dim(r - 2);
-        T pg = o.reshape(probs, qs.prefix(r - 2).concat(kv, grp * t, l));
-        T gq = queryHeads(o, g, kv, grp), vh = kvHeads(o, v, kv);
-        Perm lt = Perm.lastTwo(r + 1);
-        T dv = unKvHeads(o, o.matmul(o.transpose(pg, lt), gq), ks);
-        T dp = o.reshape(o.matmul(gq, o.transpose(vh, lt)), o.type(probs).shape());
+        T dv = o.attentionProduct(probs, g, op, AttentionProduct.Form.PQ);          // σ++[L, KV·hd]
+        T dp = o.attentionProduct(g, v, op, AttentionProduct.Form.QK);              // σ++[H, T, L]
         ProbsGrad<T> pgd = probsGrad(q, k, a.sinks().map(p::of), op, probs, dp, null, o);
         java.util.List<T> out = new java.util.ArrayList<>(java.util.List.of(pgd.dq, pgd.dk, dv));
         if (a.sinks().isPresent()) out.add(pgd.dsinks);
         return partial(out, Set.of());
+    }
+
+    /**
+     * attention_qk, attention_pk, attention_pq: bilinear, and each form's adjoints are the other two.
+     * y = qk(a, b): da = pk(g, b), db = pq(g, a); y = pk(s, x): ds = qk(g, x), dx = pq(s, g);
+     * y = pq(s, x): ds = qk(x, g), dx = pk(s, g). Pairs that are not attended get +0.0 in ds (their
+     * entries of s are never read).
+     */
+    static <T> Pullback<T> attentionProduct(AttentionProduct.Form form, AttnOpts op, T a, T b, T g, Ops<T> o) {
+        var qk = AttentionProduct.Form.QK;
+        var pk = AttentionProduct.Form.PK;
+        var pq = AttentionProduct.Form.PQ;
+        return switch (form) {
+            case QK -> flow(o.attentionProduct(g, b, op, pk), o.attentionProduct(g, a, op, pq));
+            case PK -> flow(o.attentionProduct(g, b, op, qk), o.attentionProduct(a, g, op, pq));
+            case PQ -> flow(o.attentionProduct(b, g, op, qk), o.attentionProduct(a, g, op, pk));
+        };
     }
 
     /** attention_probs: the softmax rule over the attended positions and the sink (see {@link #probsGrad}). */
@@ -326,14 +282,13 @@ public final class Vjp {
      * the sink shares Pσ σ++[H, T, 1] (either may be null: none). With d = Σ_j P_j dP_j + Pσ dPσ:
      * dS = P (dP − d); dσ = Pσ (dPσ − d), summed over rows and σ; with a softcap C the scores'
      * cotangent is dU = dS (1 − tanh²(u/C)), u = α q·k recomputed; dq = α dU K, dk = α dUᵀ Q per kv
-     * group. Masked positions have P = 0 and so receive 0; a row with nothing attended gives 0.
+     * group, over the attended pairs only (attention_pk, attention_pq). A row with nothing attended gives 0.
      */
     private static <T> ProbsGrad<T> probsGrad(T q, T k, java.util.Optional<T> sinks, AttnOpts op, T probs,
                                               T dp, T dps, Ops<T> o) {
-        int kv = op.kvHeads(), grp = op.heads() / kv;
-        Shape qs = o.type(q).shape(), ks = o.type(k).shape(), ps = o.type(probs).shape();
+        Shape qs = o.type(q).shape(), ps = o.type(probs).shape();
         int r = qs.rank();
-        long hd = qs.dim(r - 1) / op.heads(), t = qs.dim(r - 2), l = ks.dim(r - 2);
+        long hd = qs.dim(r - 1) / op.heads();
         T psink = sinks.isPresent() ? o.attentionProbs(q, k, sinks, op, true) : null;   // σ++[H, T, 1]
         T d = dp != null ? o.sum(o.mul(probs, dp), r, true) : null;
         if (dps != null && psink != null) {
@@ -343,18 +298,15 @@ public final class Vjp {
         if (d == null) d = o.fill(o.type(probs).withShape(ps.with(r, 1)), 0.0);
         T db = o.broadcast(d, ps);
         T ds = dp != null ? o.mul(probs, o.sub(dp, db)) : o.neg(o.mul(probs, db));
-        T qh = queryHeads(o, q, kv, grp), kh = kvHeads(o, k, kv);
-        Shape grouped = qs.prefix(r - 2).concat(kv, grp * t, l);
-        Perm lt = Perm.lastTwo(r + 1);
         double al = op.alpha(hd);
-        T du = o.reshape(ds, grouped);
+        T du = ds;
         if (op.softcap() > 0) {
-            T u = o.mul(o.matmul(qh, o.transpose(kh, lt)), o.fill(o.type(du), al));
+            T u = o.mul(o.attentionProduct(q, k, op, AttentionProduct.Form.QK), o.fill(o.type(du), al));
             T th = o.tanh(o.div(u, o.fill(o.type(du), op.softcap())));
             du = o.mul(du, o.sub(o.fill(o.type(du), 1.0), o.mul(th, th)));
         }
-        T dqh = o.mul(o.matmul(du, kh), o.fill(o.type(qh), al));
-        T dkh = o.mul(o.matmul(o.transpose(du, lt), qh), o.fill(o.type(kh), al));
+        T dq = o.mul(o.attentionProduct(du, k, op, AttentionProduct.Form.PK), o.fill(o.type(q), al));
+        T dk = o.mul(o.attentionProduct(du, q, op, AttentionProduct.Form.PQ), o.fill(o.type(k), al));
         T dsk = null;
         if (psink != null) {
             T e = dps != null ? o.mul(psink, o.sub(dps, d)) : o.neg(o.mul(psink, d));     // σ++[H, T, 1]
@@ -362,7 +314,7 @@ public final class Vjp {
             while (o.type(acc).rank() > 1) acc = o.sum(acc, 0, false);
             dsk = acc;
         }
-        return new ProbsGrad<>(unQueryHeads(o, dqh, qs, kv, grp), unKvHeads(o, dkh, ks), dsk);
+        return new ProbsGrad<>(dq, dk, dsk);
     }
 
     /** Σ of g over every axis where {@code to} has 1 and g does not, keepdims, in increasing axis. */

@@ -154,6 +154,7 @@ public final class TypeRules {
                 long l = typeOf.apply(k).shape().dim(r - 2);
                 yield t.withShape(qs.prefix(r - 2).concat(o.heads(), qs.dim(r - 2), col ? 1 : l));
             }
+            case Instr.AttentionProduct(var a, var b, var o, var form) -> attentionProduct(op, typeOf.apply(a), typeOf.apply(b), o, form);
         };
     }
 
@@ -323,6 +324,38 @@ public final class TypeRules {
         if (!(o.softcap() >= 0) || Double.isInfinite(o.softcap())) throw new Mismatch(op, "softcap must be finite and > 0");
         if (Double.isInfinite(o.scale())) throw new Mismatch(op, "scale must be finite");
         return q;
+    }
+
+    /**
+     * {@link Instr.AttentionProduct}: QK a σ++[T, H·hd], b σ++[L, KV·hd] → σ++[H, T, L]; PK a σ++[H, T, L],
+     * b σ++[L, KV·hd] → σ++[T, H·hd]; PQ a σ++[H, T, L], b σ++[T, H·hd] → σ++[L, KV·hd]; one floating dtype.
+     */
+    private static TensorType attentionProduct(String op, TensorType a, TensorType b, Instr.AttnOpts o,
+                                               Instr.AttentionProduct.Form form) {
+        if (form == Instr.AttentionProduct.Form.QK) {
+            TensorType q = attention(op, a, b, java.util.Optional.empty(), o);
+            Shape s = q.shape();
+            int r = s.rank();
+            return q.withShape(s.prefix(r - 2).concat(o.heads(), s.dim(r - 2), b.shape().dim(r - 2)));
+        }
+        floating(op, a);
+        boolean pk = form == Instr.AttentionProduct.Form.PK;
+        int r = b.rank();
+        String want = "a must be σ++[" + o.heads() + ", T, L] and b " + (pk ? "σ++[L, KV·hd]" : "σ++[T, H·hd]")
+                + " of one dtype and σ: a " + a + ", b " + b;
+        if (r < 2 || a.rank() != r + 1 || !a.shape().prefix(r - 2).equals(b.shape().prefix(r - 2))
+                || a.dtype() != b.dtype() || a.placement() != b.placement() || a.shape().dim(r - 2) != o.heads())
+            throw new Mismatch(op, want);
+        if (o.kvHeads() < 1 || o.heads() % o.kvHeads() != 0)
+            throw new Mismatch(op, "kv_heads " + o.kvHeads() + " must divide heads " + o.heads());
+        long t = a.shape().dim(r - 1), l = a.shape().dim(r);
+        if (b.shape().dim(r - 2) != (pk ? l : t)) throw new Mismatch(op, want);
+        long hd = headWidth(op, "b", b, pk ? o.kvHeads() : o.heads());
+        if (o.window() < 0 || o.chunk() < 0 || o.start() < 0)
+            throw new Mismatch(op, "window, chunk and start must be >= 0");
+        if (o.window() > 0 && o.chunk() > 0) throw new Mismatch(op, "window and chunk exclude each other");
+        Shape lead = b.shape().prefix(r - 2);
+        return b.withShape(pk ? lead.concat(t, o.heads() * hd) : lead.concat(l, o.kvHeads() * hd));
     }
 
     // ---- indexing ---------------------------------------------------------------------------

@@ -61,5 +61,6 @@ public final class Eager implements Ops<Tensor> {
     @Override public Tensor rope(Tensor x, Tensor cos, Tensor sin, int heads, int rotary, int start) { return Kernels.rope(x, cos, sin, heads, rotary, start); }
     @Override public Tensor attention(Tensor q, Tensor k, Tensor v, Optional<Tensor> sinks, AttnOpts opts) { return Kernels.attention(q, k, v, sinks.orElse(null), opts); }
     @Override public Tensor setRows(Tensor table, Tensor ids, Tensor rows) { return Kernels.setRows(table, ids, rows); }
+    @Override public Tensor attentionProduct(Tensor a, Tensor b, AttnOpts opts, kina.ir.Instr.AttentionProduct.Form form) { return Kernels.attentionProduct(a, b, opts, form); }
     @Override public Tensor attentionProbs(Tensor q, Tensor k, Optional<Tensor> sinks, AttnOpts opts, boolean sinkColumn) { return Kernels.attentionProbs(q, k, sinks.orElse(null), opts, sinkColumn); }
 }

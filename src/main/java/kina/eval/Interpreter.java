@@ -180,6 +180,7 @@ public final class Interpreter {
                     Kernels.scatterAlongAxis(axis, tensor(env, u), tensor(env, idx), dest);
             case Instr.AttentionProbs(Var q, Var k, var sinks, var o, boolean col) ->
                     Kernels.attentionProbs(tensor(env, q), tensor(env, k), opt(env, sinks), o, col);
+            case Instr.AttentionProduct(Var a, Var b, var o, var form) -> Kernels.attentionProduct(tensor(env, a), tensor(env, b), o, form);
         };
     }
 
@@ -210,7 +211,7 @@ public final class Interpreter {
                  Instr.Gelu _, Instr.Relu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _,
                  Instr.Maximum _, Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.RmsNorm _,
                  Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _, Instr.SetRows _,
-                 Instr.AttentionProbs _ -> { }
+                 Instr.AttentionProbs _, Instr.AttentionProduct _ -> { }
         }
         for (Var v : ins.operands()) if (env.get(v) instanceof Tensor t) Kernels.requireHost(op, t.type());
     }

@@ -994,6 +994,96 @@ public final class Kernels {
         return make(out, y);
     }
 
+    /**
+     * AttentionProduct ({@link Instr.AttentionProduct}, forms QK, PK, PQ): sums over attended pairs only,
+     * each output one fma chain from −0.0 (F32: Math.fma on floats, one rounding per term) in the order of
+     * the instruction's docstring; an output with no term is +0.0, as are QK's pairs that are not attended.
+     */
+    public static Tensor attentionProduct(Tensor a, Tensor b, Instr.AttnOpts o, Instr.AttentionProduct.Form form) {
+        String op = form.op();
+        requireFloating(op, a);
+        check(b.dtype() == a.dtype(), op + ": a " + a.type() + " and b " + b.type() + " differ in dtype");
+        DType d = a.dtype();
+        boolean f32 = d == DType.F32;
+        int h = o.heads(), kv = o.kvHeads(), g = h / kv;
+        double[] x = a.floats(), w = b.floats();
+        return switch (form) {
+            case QK -> {                                        // a σ++[T, H·hd], b σ++[L, KV·hd] → σ++[H, T, L]
+                int[] dims = attentionDims(op, a, b, null, null, o);
+                int batch = dims[0], rows = dims[1], l = dims[2], hd = dims[3];
+                Shape as = a.shape();
+                TensorType out = a.type().withShape(as.prefix(as.rank() - 2).concat(h, rows, l));
+                double[] y = new double[batch * h * rows * l];
+                for (int bt = 0; bt < batch; bt++)
+                    for (int hh = 0; hh < h; hh++)
+                        for (int t = 0; t < rows; t++)
+                            for (int j = attendedLo(o, t); j <= attendedHi(o, t, l); j++) {
+                                int ao = (bt * rows + t) * h * hd + hh * hd, bo = (bt * l + j) * kv * hd + (hh / g) * hd;
+                                double acc = f32 ? -0.0f : -0.0;
+                                for (int e = 0; e < hd; e++) acc = fma(f32, x[ao + e], w[bo + e], acc);
+                                y[((bt * h + hh) * rows + t) * l + j] = hd == 0 ? 0.0 : acc;
+                            }
+                yield make(out, y);
+            }
+            case PK, PQ -> {                                    // a σ++[H, T, L]
+                Shape as = a.shape(), bs = b.shape();
+                int r = bs.rank();
+                check(as.rank() == r + 1 && as.dim(r - 2) == h, op + ": a " + a.type() + " is not σ++[" + h + ", T, L]");
+                int rows = (int) as.dim(r - 1), l = (int) as.dim(r), batch = prod(bs, 0, r - 2);
+                boolean pk = form == Instr.AttentionProduct.Form.PK;
+                int hd = (int) (bs.dim(r - 1) / (pk ? kv : h));
+                check(bs.dim(r - 2) == (pk ? l : rows), op + ": a " + a.type() + " and b " + b.type() + " do not fit");
+                Shape lead = bs.prefix(r - 2);
+                if (pk) {                                       // b σ++[L, KV·hd] → σ++[T, H·hd]
+                    double[] y = new double[batch * rows * h * hd];
+                    for (int bt = 0; bt < batch; bt++)
+                        for (int t = 0; t < rows; t++)
+                            for (int hh = 0; hh < h; hh++) {
+                                int lo = attendedLo(o, t), hi = attendedHi(o, t, l), so = ((bt * h + hh) * rows + t) * l;
+                                for (int e = 0; e < hd; e++) {
+                                    double acc = f32 ? -0.0f : -0.0;
+                                    for (int j = lo; j <= hi; j++) acc = fma(f32, x[so + j], w[(bt * l + j) * kv * hd + (hh / g) * hd + e], acc);
+                                    y[(bt * rows + t) * h * hd + hh * hd + e] = lo > hi ? 0.0 : acc;
+                                }
+                            }
+                    yield make(b.type().withShape(lead.concat(rows, (long) h * hd)), y);
+                }
+                double[] y = new double[batch * l * kv * hd];   // b σ++[T, H·hd] → σ++[L, KV·hd]
+                for (int bt = 0; bt < batch; bt++)
+                    for (int j = 0; j < l; j++)
+                        for (int c = 0; c < kv; c++)
+                            for (int e = 0; e < hd; e++) {
+                                double acc = f32 ? -0.0f : -0.0;
+                                boolean any = false;
+                                for (int hh = c * g; hh < (c + 1) * g; hh++)
+                                    for (int t = 0; t < rows; t++) {
+                                        if (!attended(o, t, j, l)) continue;
+                                        acc = fma(f32, x[((bt * h + hh) * rows + t) * l + j], w[(bt * rows + t) * h * hd + hh * hd + e], acc);
+                                        any = true;
+                                    }
+                                y[(bt * l + j) * kv * hd + c * hd + e] = any ? acc : 0.0;
+                            }
+                yield make(b.type().withShape(lead.concat(l, (long) kv * hd)), y);
+            }
+        };
+    }
+
+    /** One fma step of a chain: in float when {@code f32} (operands are floats held in doubles). */
+    private static double fma(boolean f32, double x, double y, double acc) {
+        return f32 ? Math.fma((float) x, (float) y, (float) acc) : Math.fma(x, y, acc);
+    }
+
+    /** The first key position row {@code row} attends (as {@link #probsRow}); may exceed the last. */
+    static int attendedLo(Instr.AttnOpts o, int row) {
+        long last = (long) o.start() + row;
+        return (int) (o.window() > 0 ? Math.max(0, last - o.window() + 1) : o.chunk() > 0 ? last / o.chunk() * o.chunk() : 0);
+    }
+
+    /** The last key position row {@code row} attends among l: min(start + row, l − 1). */
+    static int attendedHi(Instr.AttnOpts o, int row, int l) {
+        return (int) Math.min((long) o.start() + row, l - 1L);
+    }
+
     // ---- transformer vocabulary: rows -----------------------------------------------------------
 
     /**

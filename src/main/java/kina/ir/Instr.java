@@ -337,6 +337,36 @@ public sealed interface Instr extends Rhs {
         public String op() { return "attention_probs"; }
     }
 
+    /**
+     * AttentionProduct(a, b, opts, form): the matrix products of attention's adjoint, summed over
+     * attended pairs (row t, key j) only, as {@link Attention} masks them: lo(t) ≤ j ≤ min(start + t, L − 1).
+     * T rows, L keys, H heads, KV kv heads of width hd; head h reads kv head h / (H/KV).
+     * <ul>
+     * <li>QK: a σ++[T, H·hd], b σ++[L, KV·hd] → σ++[H, T, L]: y[h,t,j] = Σ_e a[t,h,e]·b[j,kv(h),e] where
+     *     t attends j, else +0.0 (scores q·kᵀ, or dP = g·vᵀ);</li>
+     * <li>PK: a σ++[H, T, L], b σ++[L, KV·hd] → σ++[T, H·hd]: y[t,h,e] = Σ_j a[h,t,j]·b[j,kv(h),e] over the
+     *     j that t attends (p·v, or dQ = dS·k);</li>
+     * <li>PQ: a σ++[H, T, L], b σ++[T, H·hd] → σ++[L, KV·hd]: y[j,c,e] = Σ_h Σ_t a[h,t,j]·b[t,h,e] over the
+     *     heads h of kv head c, then the rows t that attend j (dV = Pᵀ·g, dK = dSᵀ·q).</li>
+     * </ul>
+     * Each sum is one fma chain from −0.0 in the order written (e; j; h then t, increasing), one rounding
+     * per term, as matmul; an empty sum is +0.0. Entries of a at pairs that are not attended are never
+     * read. Unscaled: rules apply α themselves. IR-internal: made by transform_ad (DESIGN §4); the three
+     * forms are closed under the VJP (each form's adjoints are the other two).
+     */
+    record AttentionProduct(Var a, Var b, AttnOpts opts, Form form) implements Instr {
+        /** Which product; its surface name is {@link #op}. */
+        public enum Form {
+            QK("attention_qk"), PK("attention_pk"), PQ("attention_pq");
+            private final String op;
+            Form(String op) { this.op = op; }
+            public String op() { return op; }
+        }
+
+        public List<Var> operands() { return List.of(a, b); }
+        public String op() { return form.op(); }
+    }
+
     /** The fixed operands, then the optional ones that are present, in order. */
     @SafeVarargs
     private static List<Var> present(List<Var> fixed, Optional<Var>... rest) {

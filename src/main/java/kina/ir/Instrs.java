@@ -56,6 +56,7 @@ public final class Instrs {
             case ScatterAlongAxis(var axis, var u, var ids, var dest) -> new ScatterAlongAxis(axis, f.apply(u), f.apply(ids), dest);
             case AttentionProbs(var q, var k, var sinks, var opts, var col) ->
                     new AttentionProbs(f.apply(q), f.apply(k), sinks.map(f), opts, col);
+            case AttentionProduct(var a, var b, var opts, var form) -> new AttentionProduct(f.apply(a), f.apply(b), opts, form);
         };
     }
 }

@@ -149,6 +149,8 @@ public final class Printer {
             case Instr.AttentionProbs(Var q, Var k, Optional<Var> sinks, Instr.AttnOpts opts, boolean col) -> new Printed(
                     "%attention_probs(" + o.at(q, EXPR) + ", " + o.at(k, EXPR) + ", " + opts(o, sinks) + attn(opts)
                             + ", sink_column=" + col + ")", ATOM);
+            case Instr.AttentionProduct(Var a, Var b, Instr.AttnOpts opts, var form) -> new Printed(
+                    "%" + form.op() + "(" + o.at(a, EXPR) + ", " + o.at(b, EXPR) + ", " + attn(opts) + ")", ATOM);
         };
     }
 

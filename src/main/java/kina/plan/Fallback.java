@@ -66,6 +66,7 @@ final class Fallback {
                     Kernels.scatterAlongAxis(axis, env.get(u), env.get(idx), dest);
             case Instr.AttentionProbs(Var q, Var k, var sinks, var o, boolean col) ->
                     Kernels.attentionProbs(env.get(q), env.get(k), opt(env, sinks), o, col);
+            case Instr.AttentionProduct(Var a, Var b, var o, var form) -> Kernels.attentionProduct(env.get(a), env.get(b), o, form);
         };
     }
 

@@ -164,7 +164,7 @@ final class Flatten {
                      Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.Matmul _, Instr.Transpose _, Instr.Broadcast _,
                      Instr.Sum _, Instr.LogSoftmax _, Instr.Softmax _, Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _,
                      Instr.Rope _, Instr.Attention _, Instr.TakeAlongAxis _, Instr.Gather _, Instr.SetRows _,
-                     Instr.ScatterAdd _, Instr.ScatterAlongAxis _, Instr.AttentionProbs _ -> {
+                     Instr.ScatterAdd _, Instr.ScatterAlongAxis _, Instr.AttentionProbs _, Instr.AttentionProduct _ -> {
                     List<Var> ops = ins.operands();
                     int[] args = new int[ops.size()];
                     for (int i = 0; i < args.length; i++) args[i] = slot(env, ops.get(i), let);

@@ -66,7 +66,7 @@ final class Fusion {
                  Instr.Matmul _, Instr.Reshape _, Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _,
                  Instr.Softmax _, Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _,
                  Instr.AttentionProbs _, Instr.TakeAlongAxis _, Instr.Gather _, Instr.SetRows _, Instr.ScatterAdd _,
-                 Instr.ScatterAlongAxis _ -> null;      // transcendentals keep their own kernels' bits
+                 Instr.ScatterAlongAxis _, Instr.AttentionProduct _ -> null;      // transcendentals keep their own kernels' bits
         };
     }
 

@@ -61,7 +61,7 @@ final class Lower {
             case Instr.Neg _, Instr.Exp _, Instr.Log _, Instr.Sqrt _, Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _,
                  Instr.Reciprocal _, Instr.Silu _, Instr.Relu _ -> f32(a[0]);
             case Instr.Gelu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Greater _,
-                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _ -> false;
+                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _, Instr.AttentionProduct _ -> false;
             case Instr.Add _, Instr.Sub _, Instr.Mul _, Instr.Div _, Instr.Maximum _ -> f32(a[0]) || f64(a[0]);
             case Instr.Swiglu _ -> f32(a[0]);
             case Instr.Matmul _ -> f32(a[0]) || f64(a[0]);
@@ -92,7 +92,7 @@ final class Lower {
             case Instr.Silu _ -> unary(Unary.SILU, a[0], out, n, 20);
             case Instr.Relu _ -> unary(Unary.RELU, a[0], out, n, 1);
             case Instr.Gelu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Greater _,
-                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _ -> fallback(op);
+                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _, Instr.AttentionProduct _ -> fallback(op);
             case Instr.Add _ -> binary(Binary.ADD, a, out, n);
             case Instr.Sub _ -> binary(Binary.SUB, a, out, n);
             case Instr.Mul _ -> binary(Binary.MUL, a, out, n);

@@ -262,7 +262,7 @@ public final class Plan {
                  Instr.Div _, Instr.Maximum _, Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.Matmul _,
                  Instr.Reshape _, Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _, Instr.Softmax _,
                  Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _,
-                 Instr.AttentionProbs _ -> false;
+                 Instr.AttentionProbs _, Instr.AttentionProduct _ -> false;
         };
     }
 

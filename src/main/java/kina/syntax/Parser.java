@@ -140,7 +140,10 @@ public final class Parser {
     private static final Map<String, String> INTERNAL = Map.of(
             "scatter_add", "scatter_add is IR-internal (made by transform_ad); it has no surface form",
             "scatter_along_axis", "scatter_along_axis is IR-internal (made by transform_ad); it has no surface form",
-            "attention_probs", "attention_probs is IR-internal (made by transform_ad); it has no surface form");
+            "attention_probs", "attention_probs is IR-internal (made by transform_ad); it has no surface form",
+            "attention_qk", "attention_qk is IR-internal (made by transform_ad); it has no surface form",
+            "attention_pk", "attention_pk is IR-internal (made by transform_ad); it has no surface form",
+            "attention_pq", "attention_pq is IR-internal (made by transform_ad); it has no surface form");
 
     // ---- operands: an expression parsed but not yet bound ----------------------------------
 
