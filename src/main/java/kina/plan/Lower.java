@@ -61,7 +61,8 @@ final class Lower {
             case Instr.Neg _, Instr.Exp _, Instr.Log _, Instr.Sqrt _, Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _,
                  Instr.Reciprocal _, Instr.Silu _, Instr.Relu _ -> f32(a[0]);
             case Instr.Gelu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Greater _,
-                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _, Instr.AttentionProduct _ -> false;
+                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _ -> false;
+            case Instr.AttentionProduct _ -> f32(a[0]);
             case Instr.Add _, Instr.Sub _, Instr.Mul _, Instr.Div _, Instr.Maximum _ -> f32(a[0]) || f64(a[0]);
             case Instr.Swiglu _ -> f32(a[0]);
             case Instr.Matmul _ -> f32(a[0]) || f64(a[0]);
@@ -92,7 +93,24 @@ final class Lower {
             case Instr.Silu _ -> unary(Unary.SILU, a[0], out, n, 20);
             case Instr.Relu _ -> unary(Unary.RELU, a[0], out, n, 1);
             case Instr.Gelu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Greater _,
-                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _, Instr.AttentionProduct _ -> fallback(op);
+                 Instr.Select _, Instr.LayerNorm _, Instr.L2Norm _, Instr.SetRows _ -> fallback(op);
+            case Instr.AttentionProduct(Var _, Var _, var o, var form) -> {
+                float[] x = f(a[0]), w = f(a[1]), y = f(out);
+                yield switch (form) {
+                    case QK -> {
+                        PlanKernels.Attn g = attn(a[0], a[1], o);
+                        yield () -> AttentionProducts.qk(g, x, w, y);
+                    }
+                    case PK -> {
+                        PlanKernels.Attn g = attnOfProbs(a[0], a[1], o, o.kvHeads());
+                        yield () -> AttentionProducts.pk(g, x, w, y);
+                    }
+                    case PQ -> {
+                        PlanKernels.Attn g = attnOfProbs(a[0], a[1], o, o.heads());
+                        yield () -> AttentionProducts.pq(g, x, w, y);
+                    }
+                };
+            }
             case Instr.Add _ -> binary(Binary.ADD, a, out, n);
             case Instr.Sub _ -> binary(Binary.SUB, a, out, n);
             case Instr.Mul _ -> binary(Binary.MUL, a, out, n);
@@ -248,6 +266,14 @@ final class Lower {
         Shape qs = type(q).shape(), ks = type(k).shape();
         int r = qs.rank(), rows = (int) qs.dim(r - 2), l = (int) ks.dim(r - 2), hd = (int) (qs.dim(r - 1) / o.heads());
         return new PlanKernels.Attn(prod(qs, 0, r - 2), rows, l, hd, o.heads(), o.kvHeads(), o.start(), o.window(), o.chunk(),
+                (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
+    }
+
+    /** The geometry of a PK / PQ product: s σ++[H, rows, l], x with {@code xHeads} heads of hd in its last axis. */
+    private PlanKernels.Attn attnOfProbs(int s, int x, Instr.AttnOpts o, int xHeads) {
+        Shape ss = type(s).shape(), xs = type(x).shape();
+        int r = xs.rank(), rows = (int) ss.dim(r - 1), l = (int) ss.dim(r), hd = (int) (xs.dim(r - 1) / xHeads);
+        return new PlanKernels.Attn(prod(xs, 0, r - 2), rows, l, hd, o.heads(), o.kvHeads(), o.start(), o.window(), o.chunk(),
                 (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
     }
 
