@@ -7,7 +7,9 @@ Run from the repository root (torch imports only under Debian's python3):
 
 Writes src/test/resources/fixtures/vocab_<op>_f64.json for the programs examples/vocab/<op>.kina
 (rmsnorm, layernorm, gelu, swiglu, rope, attention, attention_start), in the fixture format of
-reference_ad.py; "program" names the example. Each op is written here with PyTorch's own
+reference_ad.py; "program" names the example. The IR-internal attention_qk / attention_pk /
+attention_pq (attention's adjoint products, no surface form) are written as
+vocab_attention_<form>[_chunk]_f64.json with "program" the instruction as kina prints it. Each op is written here with PyTorch's own
 operations (the formula is in the function); gradients are those of out.sum(), the reverseMode
 seed of ones. Inputs are uniform in [-1, 1) from a seeded torch.Generator (rmsnorm/layernorm
 weights in [0.5, 1.5)); the rope tables are cos/sin of p · 10000^(-2i/R).
@@ -106,6 +108,18 @@ def rope():
     fixture("rope", {"x": (x, D), "cos": (cos, D), "sin": (sin, D)}, [("y", y, D), ("g_x", g_x, D)])
 
 
+def attended(t, length, window=None, chunk=None, start=0):
+    """[T, L] bool: row r attends j in [lo, min(start + r, L - 1)], lo = 0, max(0, start + r - W + 1)
+    with a window W, or (start + r) // C * C with a chunk C."""
+    allowed = torch.zeros(t, length, dtype=torch.bool)
+    for r in range(t):
+        last = start + r
+        lo = max(0, last - window + 1) if window else (last // chunk * chunk if chunk else 0)
+        for j in range(lo, min(last, length - 1) + 1):
+            allowed[r, j] = True
+    return allowed
+
+
 def attention_ref(q, k, v, sinks, heads, kv, scale=None, softcap=None, window=None, chunk=None, start=0):
     """Causal GQA attention. q [B, T, H*hd], k, v [B, L, KV*hd]. Query head h reads kv head
     h // (H/KV) (repeat_interleave). Row r attends j in [lo, min(start + r, L - 1)], lo = 0,
@@ -122,12 +136,7 @@ def attention_ref(q, k, v, sinks, heads, kv, scale=None, softcap=None, window=No
     s = (qh @ kh.transpose(-2, -1)) * alpha
     if softcap is not None:
         s = softcap * torch.tanh(s / softcap)
-    allowed = torch.zeros(t, length, dtype=torch.bool)
-    for r in range(t):
-        last = start + r
-        lo = max(0, last - window + 1) if window else (last // chunk * chunk if chunk else 0)
-        for j in range(lo, min(last, length - 1) + 1):
-            allowed[r, j] = True
+    allowed = attended(t, length, window, chunk, start)
     s = s.masked_fill(~allowed, float("-inf"))
     if sinks is not None:
         col = sinks.view(1, heads, 1, 1).expand(b, heads, t, 1)
@@ -156,6 +165,73 @@ def attention_start():
             [("y", y, D), ("g_q", g[0], D), ("g_k", g[1], D), ("g_v", g[2], D)])
 
 
+def heads_view(x, heads):
+    """x [*lead, N, heads*hd] -> [B, heads, N, hd] with B the product of lead."""
+    n, w = x.shape[-2], x.shape[-1]
+    return x.reshape(-1, n, heads, w // heads).transpose(1, 2)
+
+
+def attention_product_ref(form, a, b, heads, kv, window=None, chunk=None, start=0):
+    """attention's adjoint products over attended pairs (Instr.AttentionProduct), in PyTorch terms.
+    Head h reads kv head h // (H/KV) (repeat_interleave); M = attended(T, L) as attention masks.
+      qk: a [*lead, T, H*hd], b [*lead, L, KV*hd] -> [*lead, H, T, L]: (a_h @ b_kv(h)^T), 0 where not M;
+      pk: a [*lead, H, T, L], b [*lead, L, KV*hd] -> [*lead, T, H*hd]: (a_h * M) @ b_kv(h);
+      pq: a [*lead, H, T, L], b [*lead, T, H*hd] -> [*lead, L, KV*hd]: sum over the heads h of kv
+          head c of (a_h * M)^T @ b_h."""
+    g = heads // kv
+    if form == "qk":
+        lead, t, length = a.shape[:-2], a.shape[-2], b.shape[-2]
+        qh = heads_view(a, heads)
+        kh = heads_view(b, kv).repeat_interleave(g, dim=1)
+        s = qh @ kh.transpose(-2, -1)
+        mask = attended(t, length, window, chunk, start)
+        return torch.where(mask, s, torch.zeros((), dtype=s.dtype)).reshape(*lead, heads, t, length)
+    lead, t, length = a.shape[:-3], a.shape[-2], a.shape[-1]
+    mask = attended(t, length, window, chunk, start)
+    p = torch.where(mask, a, torch.zeros((), dtype=a.dtype)).reshape(-1, heads, t, length)
+    if form == "pk":
+        vh = heads_view(b, kv).repeat_interleave(g, dim=1)                    # [B, H, L, hd]
+        y = p @ vh                                                           # [B, H, T, hd]
+        return y.transpose(1, 2).reshape(*lead, t, b.shape[-1] // kv * heads)
+    assert form == "pq"
+    xh = heads_view(b, heads)                                                # [B, H, T, hd]
+    y = p.transpose(-2, -1) @ xh                                             # [B, H, L, hd]
+    hd = xh.shape[-1]
+    y = y.reshape(-1, kv, g, length, hd).sum(2)                              # [B, KV, L, hd]
+    return y.transpose(1, 2).reshape(*lead, length, kv * hd)
+
+
+def attention_products():
+    """The three forms on two masks each, written vocab_attention_{qk,pk,pq}[_chunk]_f64.json with
+    "program" the instruction as kina's printer shows it (it has no surface form; the test builds it):
+    H = 4 on KV = 2, hd 2, T = L = 5, batch [2], window 2 from start 2 (row 4 attends nothing); and
+    H = 2 on KV = 1, hd 3, T = 3, L = 4, batch [2, 1], chunk 2 from start 1."""
+    masks = [
+        ("", dict(lead=(2,), heads=4, kv=2, hd=2, t=5, length=5, window=2, chunk=None, start=2)),
+        ("_chunk", dict(lead=(2, 1), heads=2, kv=1, hd=3, t=3, length=4, window=None, chunk=2, start=1)),
+    ]
+    seed = 511
+    for form in ("qk", "pk", "pq"):
+        for suffix, m in masks:
+            gen = torch.Generator().manual_seed(seed)
+            seed += 1
+            lead, h, kv, hd, t, length = m["lead"], m["heads"], m["kv"], m["hd"], m["t"], m["length"]
+            rows, keys, probs = (*lead, t, h * hd), (*lead, length, kv * hd), (*lead, h, t, length)
+            sa = rows if form == "qk" else probs
+            sb = rows if form == "pq" else keys
+            a, b = param(gen, sa), param(gen, sb)
+            y = attention_product_ref(form, a, b, h, kv, m["window"], m["chunk"], m["start"])
+            g_a, g_b = grads(y, [a, b])
+            opts = f"heads={h}, kv_heads={kv}"
+            opts += f", window={m['window']}" if m["window"] else ""
+            opts += f", chunk={m['chunk']}" if m["chunk"] else ""
+            opts += f", start={m['start']}" if m["start"] else ""
+            name = f"attention_{form}{suffix}"
+            write_fixture(f"vocab_{name}", D, {"a": (a, D), "b": (b, D)},
+                          [("y", y, D), ("g_a", g_a, D), ("g_b", g_b, D)],
+                          extra={"program": f"%attention_{form}(a, b, {opts})"})
+
+
 def main():
     rmsnorm()
     layernorm()
@@ -164,6 +240,7 @@ def main():
     rope()
     attention()
     attention_start()
+    attention_products()
     return 0
 
 

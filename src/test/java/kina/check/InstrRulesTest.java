@@ -228,6 +228,85 @@ class InstrRulesTest {
                 .isEqualTo("let c: scatter_along_axis: checked device lowering is not available");
     }
 
+    // ---- attention's adjoint products (IR-internal)
+
+    static final Instr.AttnOpts GQA = new Instr.AttnOpts(4, 2, Double.NaN, 0, 2, 0, 1);
+    static final Instr.AttentionProduct.Form QK = Instr.AttentionProduct.Form.QK, PK = Instr.AttentionProduct.Form.PK,
+            PQ = Instr.AttentionProduct.Form.PQ;
+
+    static Instr product(Instr.AttentionProduct.Form form, Instr.AttnOpts o) { return new Instr.AttentionProduct(A, B, o, form); }
+
+    /** T = 3 rows, L = 5 keys, H = 4 heads on KV = 2 kv heads of width 2, batch prefix [2]: each form's shapes. */
+    @Test void attentionProductsFollowTheirForms() {
+        TensorType rows = f32(2, 3, 8), keys = f32(2, 5, 4), probs = f32(2, 4, 3, 5);
+        assertThat(ok(product(QK, GQA), rows, keys)).isEqualTo(probs);
+        assertThat(ok(product(PK, GQA), probs, keys)).isEqualTo(rows);
+        assertThat(ok(product(PQ, GQA), probs, rows)).isEqualTo(keys);
+        assertThat(ok(product(QK, OPTS), t(DType.F64, 3, 2), t(DType.F64, 5, 2))).isEqualTo(t(DType.F64, 1, 3, 5));
+        assertThat(ok(product(PK, OPTS), dev(t(DType.BF16, 1, 3, 5)), dev(t(DType.BF16, 5, 2)))).isEqualTo(dev(t(DType.BF16, 3, 2)));
+        assertThat(ok(product(PQ, OPTS), f32(1, 3, 5), f32(3, 2))).isEqualTo(f32(5, 2));
+        // the scale and softcap are not the products' business (rules apply α themselves)
+        var capped = new Instr.AttnOpts(4, 2, 0.5, 30, 0, 2, 0);
+        assertThat(ok(product(PQ, capped), probs, rows)).isEqualTo(keys);
+    }
+
+    @Test void attentionProductsRejectShapesThatDoNotFit() {
+        TensorType rows = f32(2, 3, 8), keys = f32(2, 5, 4), probs = f32(2, 4, 3, 5);
+        String pkWant = "let c: attention_pk: a must be σ++[4, T, L] and b σ++[L, KV·hd] of one dtype and σ: a ";
+        String pqWant = "let c: attention_pq: a must be σ++[4, T, L] and b σ++[T, H·hd] of one dtype and σ: a ";
+        // the key count of b is not a's L, the rows of b are not a's T, the batch prefixes differ
+        assertThat(err(product(PK, GQA), probs, f32(2, 6, 4))).isEqualTo(pkWant + probs + ", b " + f32(2, 6, 4));
+        assertThat(err(product(PQ, GQA), probs, f32(2, 4, 8))).isEqualTo(pqWant + probs + ", b " + f32(2, 4, 8));
+        assertThat(err(product(PK, GQA), f32(3, 4, 3, 5), keys)).isEqualTo(pkWant + f32(3, 4, 3, 5) + ", b " + keys);
+        assertThat(err(product(PQ, GQA), f32(4, 3, 5), rows)).isEqualTo(pqWant + f32(4, 3, 5) + ", b " + rows);
+        assertThat(err(product(QK, GQA), rows, f32(3, 5, 4))).contains("attention_qk: k must be F32 σ++[L, 2·2] with q's σ [2]",
+                "[2, 3, 8]", "[3, 5, 4]");
+        // head widths: b's width is not a multiple of the heads it holds, or q's and k's hd differ
+        assertThat(err(product(PK, GQA), probs, f32(2, 5, 5)))
+                .isEqualTo("let c: attention_pk: b width 5 is not a positive multiple of 2 heads: " + f32(2, 5, 5));
+        assertThat(err(product(PQ, GQA), probs, f32(2, 3, 6)))
+                .isEqualTo("let c: attention_pq: b width 6 is not a positive multiple of 4 heads: " + f32(2, 3, 6));
+        assertThat(err(product(QK, GQA), rows, f32(2, 5, 6))).contains("k must be", "σ++[L, 2·2]");
+        assertThat(err(product(QK, GQA), f32(8), keys)).contains("q needs rank >= 2", "[8]");
+    }
+
+    @Test void attentionProductsRejectHeadsThatAreNotAsHAxis() {
+        TensorType keys = f32(2, 5, 4), rows = f32(2, 3, 8);
+        var two = new Instr.AttnOpts(2, 2, Double.NaN, 0, 0, 0, 0);
+        assertThat(err(product(PK, GQA), f32(2, 2, 3, 5), keys))
+                .isEqualTo("let c: attention_pk: a must be σ++[4, T, L] and b σ++[L, KV·hd] of one dtype and σ: a "
+                        + f32(2, 2, 3, 5) + ", b " + keys);
+        assertThat(err(product(PQ, two), f32(2, 4, 3, 5), rows))
+                .isEqualTo("let c: attention_pq: a must be σ++[2, T, L] and b σ++[T, H·hd] of one dtype and σ: a "
+                        + f32(2, 4, 3, 5) + ", b " + rows);
+        var three = new Instr.AttnOpts(4, 3, Double.NaN, 0, 0, 0, 0);
+        for (var form : List.of(PK, PQ))
+            assertThat(err(product(form, three), f32(2, 4, 3, 5), form == PK ? keys : rows))
+                    .isEqualTo("let c: " + form.op() + ": kv_heads 3 must divide heads 4");
+        assertThat(err(product(QK, three), rows, keys)).isEqualTo("let c: attention_qk: kv_heads 3 must divide heads 4");
+    }
+
+    @Test void attentionProductsRejectDtypesAndPlacementsThatDiffer() {
+        TensorType probs = f32(2, 4, 3, 5), keys = f32(2, 5, 4), rows = f32(2, 3, 8);
+        assertThat(err(product(PK, GQA), probs, t(DType.F64, 2, 5, 4))).contains("of one dtype", "F32", "F64");
+        assertThat(err(product(PQ, GQA), t(DType.F64, 2, 4, 3, 5), rows)).contains("of one dtype", "F64", "F32");
+        assertThat(err(product(PQ, GQA), probs, dev(rows))).contains("of one dtype", "@device");
+        assertThat(err(product(QK, GQA), rows, t(DType.F64, 2, 5, 4))).contains("k must be F32", "F64");
+        assertThat(err(product(PK, GQA), t(DType.I64, 2, 4, 3, 5), i64(2, 5, 4))).contains("floating", "I64");
+        assertThat(err(product(QK, GQA), i64(2, 3, 8), keys)).contains("floating", "I64");
+    }
+
+    @Test void attentionProductsRejectBadMasks() {
+        TensorType probs = f32(2, 4, 3, 5), keys = f32(2, 5, 4), rows = f32(2, 3, 8);
+        var both = new Instr.AttnOpts(4, 2, Double.NaN, 0, 2, 2, 0);
+        var negative = new Instr.AttnOpts(4, 2, Double.NaN, 0, 0, 0, -1);
+        assertThat(err(product(PK, both), probs, keys)).isEqualTo("let c: attention_pk: window and chunk exclude each other");
+        assertThat(err(product(PQ, both), probs, rows)).isEqualTo("let c: attention_pq: window and chunk exclude each other");
+        assertThat(err(product(QK, both), rows, keys)).isEqualTo("let c: attention_qk: window and chunk exclude each other");
+        assertThat(err(product(PQ, negative), probs, rows)).isEqualTo("let c: attention_pq: window, chunk and start must be >= 0");
+        assertThat(err(product(QK, negative), rows, keys)).isEqualTo("let c: attention_qk: window, chunk and start must be >= 0");
+    }
+
     // ---- TypeRules directly (the kina.ad entry point)
 
     @Test void inferIsPositionFree() {
@@ -257,12 +336,17 @@ class InstrRulesTest {
                 new Instr.RmsNorm(A, Optional.of(v("u")), Optional.of(A), 1e-5),
                 new Instr.LayerNorm(A, Optional.of(v("u")), Optional.of(v("u")), 1e-5), new Instr.L2Norm(A, 1e-6),
                 new Instr.Rope(A, v("cs"), v("cs"), 1, 0, 0), new Instr.Attention(A, A, A, Optional.of(v("sk")), OPTS),
-                new Instr.SetRows(A, v("i1"), v("row")), new Instr.AttentionProbs(A, A, Optional.empty(), OPTS, false));
+                new Instr.SetRows(A, v("i1"), v("row")), new Instr.AttentionProbs(A, A, Optional.empty(), OPTS, false),
+                new Instr.AttentionProduct(A, A, OPTS, QK), new Instr.AttentionProduct(v("p"), A, OPTS, PK),
+                new Instr.AttentionProduct(v("p"), A, OPTS, PQ));
         Map<Var, TensorType> types = Map.of(A, f32(2, 2), B, i64(2), v("u"), f32(2), v("m"), t(DType.I1, 2, 2),
-                v("cs"), f32(2, 1), v("sk"), f32(1), v("i1"), i64(1), v("row"), f32(1, 2));
+                v("cs"), f32(2, 1), v("sk"), f32(1), v("i1"), i64(1), v("row"), f32(1, 2),
+                v("p"), f32(1, 2, 2));
         for (Class<?> k : Instr.class.getPermittedSubclasses())
             assertThat(samples).as(k.getSimpleName()).anyMatch(k::isInstance);
         for (Instr s : samples) assertThat(TypeRules.infer(s, types::get)).as(s.op()).isNotNull();
+        for (var form : Instr.AttentionProduct.Form.values())
+            assertThat(samples).as(form.op()).anyMatch(s -> s instanceof Instr.AttentionProduct p && p.form() == form);
     }
 
     // ---- properties

@@ -42,18 +42,22 @@ class GradCheckTest {
             // the transformer vocabulary (issue 5)
             "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal", "silu", "gelu", "relu", "softcap", "maximum",
             "maximum_tie", "select", "swiglu", "rmsnorm", "layernorm", "l2norm", "rope", "attention",
-            "attention_probs", "set_rows", "argmax", "int_ops");
+            "attention_probs", "set_rows", "argmax", "int_ops",
+            // attention's adjoint products (IR-internal): each form's adjoints are the other two
+            "attention_qk", "attention_pk", "attention_pq");
 
     @Provide Arbitrary<String> ops() { return Arbitraries.of(OPS); }
 
     @Property(tries = 160)
     void recordedEqualsOracleBitForBit(@ForAll("ops") String op, @ForAll long seed) {
-        for (DType dt : new DType[] {DType.F32, DType.F64}) {
-            Case c = Case.make(op, new SplittableRandom(seed), dt);
-            List<Tensor> rec = Programs.recorded(c.program, c.inputs);
-            List<Tensor> ora = Programs.oracle(c.program, c.inputs);
-            AdExamplesTest.assertBits(rec, ora, op + " " + dt);
-        }
+        for (DType dt : new DType[] {DType.F32, DType.F64})
+            assertRecordedEqualsOracle(Case.make(op, new SplittableRandom(seed), dt), op + " " + dt);
+    }
+
+    static void assertRecordedEqualsOracle(Case c, String what) {
+        List<Tensor> rec = Programs.recorded(c.program, c.inputs);
+        List<Tensor> ora = Programs.oracle(c.program, c.inputs);
+        AdExamplesTest.assertBits(rec, ora, what);
     }
 
     /** Every op on 12 fixed seeds each, both checks: no op is left to the luck of the draw. */
@@ -66,9 +70,41 @@ class GradCheckTest {
             }
     }
 
+    /**
+     * The three products on chosen masks, not left to the draw: GQA (H = 4 on KV = 2), a window with
+     * start > 0 that leaves the last row attending nothing, a chunk with start > 0, a two-axis batch
+     * prefix, and plain causal rows over more keys than rows. Both checks, F32 and F64.
+     */
+    @org.junit.jupiter.api.Test
+    void attentionProductsOnChosenMasks() {
+        record Mask(long[] lead, int h, int kv, int hd, int t, int l, int window, int chunk, int start) {}
+        List<Mask> masks = List.of(
+                new Mask(new long[] {2}, 4, 2, 2, 5, 5, 2, 0, 2),     // row 4: lo 5 > hi 4, nothing attended
+                new Mask(new long[] {2, 1}, 2, 1, 3, 3, 4, 0, 2, 1),
+                new Mask(new long[] {}, 4, 4, 1, 3, 6, 0, 0, 0),
+                new Mask(new long[] {1}, 4, 1, 2, 4, 4, 3, 0, 0),
+                new Mask(new long[] {}, 2, 2, 2, 2, 7, 0, 3, 4));
+        long seed = 11;
+        for (var form : Instr.AttentionProduct.Form.values())
+            for (Mask m : masks) {
+                var o = new Instr.AttnOpts(m.h(), m.kv(), Double.NaN, 0, m.window(), m.chunk(), m.start());
+                String what = form.op() + " " + java.util.Arrays.toString(m.lead()) + " " + o;
+                for (DType dt : new DType[] {DType.F32, DType.F64}) {
+                    Case c = new Case(new SplittableRandom(seed), dt);
+                    c.attentionProduct(form, m.lead(), m.t(), m.l(), m.hd(), o);
+                    assertRecordedEqualsOracle(c, what + " " + dt);
+                    if (dt == DType.F64) assertFiniteDifferences(c, what);
+                }
+                seed++;
+            }
+    }
+
     @Property(tries = 80)
     void agreesWithCentralFiniteDifferencesInF64(@ForAll("ops") String op, @ForAll long seed) {
-        Case c = Case.make(op, new SplittableRandom(seed), DType.F64);
+        assertFiniteDifferences(Case.make(op, new SplittableRandom(seed), DType.F64), op);
+    }
+
+    static void assertFiniteDifferences(Case c, String op) {
         List<Tensor> grads = Programs.recorded(c.program, c.inputs);
         int gi = 1;
         for (Rhs.Param p : c.params) {
@@ -193,6 +229,24 @@ class GradCheckTest {
             int mode = rng.nextInt(3);
             int window = mode == 1 ? 1 + rng.nextInt(3) : 0, chunk = mode == 2 ? 1 + rng.nextInt(3) : 0;
             return new Instr.AttnOpts(h, kv, scale, cap, window, chunk, rng.nextInt(4));
+        }
+
+        /**
+         * y = attention_qk / _pk / _pq of a and b: QK a σ++[T, H·hd], b σ++[L, KV·hd]; PK a σ++[H, T, L],
+         * b σ++[L, KV·hd]; PQ a σ++[H, T, L], b σ++[T, H·hd] (σ = lead).
+         */
+        void attentionProduct(Instr.AttentionProduct.Form form, long[] lead, int t, int l, int hd, Instr.AttnOpts o) {
+            Shape rows = new Shape(lead).concat(t, (long) o.heads() * hd), keys = new Shape(lead).concat(l, (long) o.kvHeads() * hd);
+            Shape probs = new Shape(lead).concat(o.heads(), t, l);
+            Shape sa = form == Instr.AttentionProduct.Form.QK ? rows : probs;
+            Shape sb = form == Instr.AttentionProduct.Form.PQ ? rows : keys;
+            Shape sy = switch (form) {
+                case QK -> probs;
+                case PK -> rows;
+                case PQ -> keys;
+            };
+            Var a = param("a", t(sa.dims()), -1.5, 1.5), b = param("b", t(sb.dims()), -1.5, 1.5);
+            finish(let("y", new Instr.AttentionProduct(a, b, o, form)), sy);
         }
 
         /** n distinct I64 ids in [0, bound), shape [n]. */
@@ -397,6 +451,17 @@ class GradCheckTest {
                         boolean col = rng.nextBoolean();
                         c.finish(c.let("y", new Instr.AttentionProbs(q, k, sinks, o, col)), new Shape(lead).concat(h, t, col ? 1 : l));
                     }
+                }
+                case "attention_qk", "attention_pk", "attention_pq" -> {   // masks and GQA as attention's
+                    long[] lead = c.dims(rng.nextInt(3));
+                    int kv = 1 + rng.nextInt(2), h = kv * (1 + rng.nextInt(2)), hd = 1 + rng.nextInt(3);
+                    int t = 1 + rng.nextInt(4), l = 1 + rng.nextInt(5);
+                    var form = switch (op) {
+                        case "attention_qk" -> Instr.AttentionProduct.Form.QK;
+                        case "attention_pk" -> Instr.AttentionProduct.Form.PK;
+                        default -> Instr.AttentionProduct.Form.PQ;
+                    };
+                    c.attentionProduct(form, lead, t, l, hd, c.attnOpts(h, kv));
                 }
                 case "set_rows" -> {                      // distinct ids; overwritten rows of the table get 0
                     long v = 2 + rng.nextInt(4), dim = 1 + rng.nextInt(3);

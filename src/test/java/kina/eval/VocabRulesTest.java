@@ -264,7 +264,7 @@ class VocabRulesTest {
                         assertThat(ref.why()).as("%s: %s", op, Printer.rhs(ins)).isInstanceOf(Refusal.NoGradient.class);
                 }
             }
-        assertThat(recorded).contains(Instr.AttentionProbs.class, Instr.Rope.class, Instr.SetRows.class, Instr.Select.class,
+        assertThat(recorded).contains(Instr.AttentionProbs.class, Instr.AttentionProduct.class, Instr.Rope.class, Instr.SetRows.class, Instr.Select.class,
                 Instr.Greater.class, Instr.Rsqrt.class, Instr.Tanh.class, Instr.Sigmoid.class, Instr.Silu.class);
     }
 

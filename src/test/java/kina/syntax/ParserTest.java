@@ -267,6 +267,42 @@ class ParserTest {
     }
 
     @Test
+    void attentionProductsHaveNoSurfaceForm() {
+        for (var form : Instr.AttentionProduct.Form.values()) {
+            String why = form.op() + " is IR-internal (made by transform_ad); it has no surface form";
+            SyntaxError e = fails("let y = %" + form.op() + "(a, b, heads=4, kv_heads=2) in y");
+            assertThat(e.getMessage()).isEqualTo(why);
+            assertThat(e.pos()).isEqualTo(new Pos("e.kina", 1, 9));
+            assertThat(fails("let y = %" + form.op() + " in y").getMessage()).isEqualTo(why);
+            // as a method it is no method at all: the known methods do not offer it
+            SyntaxError m = fails("let y = a." + form.op() + "(b, heads=4, kv_heads=2) in y");
+            assertThat(m.getMessage()).startsWith("unknown method '" + form.op() + "'; known methods: ")
+                    .doesNotContain(form.op() + ",").doesNotEndWith(form.op());
+            assertThat(m.pos()).isEqualTo(new Pos("e.kina", 1, 11));
+        }
+    }
+
+    @Test
+    void printerShowsAttentionProductsInTheMarkedForm() {
+        var window = new Instr.AttnOpts(4, 2, Double.NaN, 0, 3, 0, 2);
+        var chunk = new Instr.AttnOpts(4, 2, 0.5, 30, 0, 2, 0);
+        var plain = new Instr.AttnOpts(2, 1, Double.NaN, 0, 0, 0, 0);
+        Block b = new Block(List.of(
+                Let.of(v("s"), new Instr.AttentionProduct(v("q"), v("k"), window, Instr.AttentionProduct.Form.QK), Pos.NONE),
+                Let.of(v("dq"), new Instr.AttentionProduct(v("s"), v("k"), chunk, Instr.AttentionProduct.Form.PK), Pos.NONE),
+                Let.of(v("dk"), new Instr.AttentionProduct(v("s"), v("q"), plain, Instr.AttentionProduct.Form.PQ), Pos.NONE)),
+                v("dk"), Pos.NONE);
+        String text = Printer.print(b);
+        assertThat(text).isEqualTo("""
+                let s = %attention_qk(q, k, heads=4, kv_heads=2, window=3, start=2) in
+                let dq = %attention_pk(s, k, heads=4, kv_heads=2, scale=0.5, softcap=30.0, chunk=2) in
+                let dk = %attention_pq(s, q, heads=2, kv_heads=1) in
+                dk
+                """);
+        assertThat(fails(text).getMessage()).isEqualTo("attention_qk is IR-internal (made by transform_ad); it has no surface form");
+    }
+
+    @Test
     void fillPrintsOnesZerosOrItsValue() {
         assertThat(Printer.rhs(new Instr.Fill(f32(2), 1.0))).isEqualTo("ones(tensor<F32, [2], @host>)");
         assertThat(Printer.rhs(new Instr.Fill(f32(2), 0.0))).isEqualTo("zeros(tensor<F32, [2], @host>)");
