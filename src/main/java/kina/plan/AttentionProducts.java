@@ -20,8 +20,26 @@ final class AttentionProducts {
     /** Output elements per block of {@link #pkPair} / {@link #pqPair}: four vectors. */
     private static final int EB = 4 * LANES;
 
-    /** Per-thread scratch of {@link #qk}: [0] = 4 score rows, [1] = bᵀ of one head. */
+    /**
+     * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK [1] = x's kv head; PQ [0] = one
+     * head's s, [1] = its x. Copies are contiguous with strides off multiples of 512 bytes: walking a
+     * head in place (rows H·hd or l floats apart, often 512 bytes) kept only a few L1 sets busy.
+     */
     private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][0]);
+
+    /** The scratch arrays, at least n0 and n1 long. */
+    private static float[][] scratch(int n0, int n1) {
+        float[][] sc = SCRATCH.get();
+        if (sc[0].length < n0) sc[0] = new float[n0];
+        if (sc[1].length < n1) sc[1] = new float[n1];
+        return sc;
+    }
+
+    /** A row stride of at least n floats, whole vectors, and an odd number of vectors (so not a multiple of 512 bytes). */
+    static int oddStride(int n) {
+        int v = (n + LANES - 1) / LANES;
+        return (v | 1) * LANES;
+    }
 
     /** First attended key of row t, clamped to l (so lo > hi when nothing is attended). */
     private static int lo(PlanKernels.Attn g, int t) { return (int) Math.min(g.lo(t), (long) g.l()); }
@@ -31,13 +49,11 @@ final class AttentionProducts {
     /** QK: a [batch, rows, H·hd], b [batch, l, KV·hd] → y [batch, H, rows, l], +0.0 where not attended. */
     static void qk(PlanKernels.Attn g, float[] a, float[] b, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int bStride = kv * hd, aStride = h * hd, ks = PlanKernels.keyStride(l), ps = PlanKernels.probStride(l);
+        int bStride = kv * hd, aStride = h * hd, ks = oddStride(l), ps = oddStride(l + LANES);
         long cost = (long) g.batch() * h * rows * l * hd / 2;
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
-            float[][] sc = SCRATCH.get();
-            if (sc[0].length < 4 * ps) sc[0] = new float[4 * ps];
-            if (sc[1].length < hd * ks) sc[1] = new float[hd * ks];
+            float[][] sc = scratch(4 * ps, hd * ks);
             float[] p = sc[0], bt_ = sc[1];
             PlanKernels.transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, bt_, ks);
             for (int r0 = 0; r0 < rows; r0 += 4) {
@@ -127,11 +143,13 @@ final class AttentionProducts {
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
             int xBase = bt * l * xStride + (hh / grp) * hd, sBase = (bt * h + hh) * rows * l, yBase = bt * rows * yStride + hh * hd;
+            float[] xp = scratch(0, l * hd)[1];                         // x's kv head, [l][hd] contiguous
+            for (int j = 0; j < l; j++) System.arraycopy(x, xBase + j * xStride, xp, j * hd, hd);
             int t = 0;
             for (; t + 1 < rows; t += 2)
                 pkPair(s, sBase + t * l, sBase + (t + 1) * l, lo(g, t), g.hi(t), lo(g, t + 1), g.hi(t + 1),
-                        x, xBase, xStride, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride);
-            if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), x, xBase, xStride, hd, 0, y, yBase + t * yStride);
+                        xp, 0, hd, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride);
+            if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), xp, 0, hd, hd, 0, y, yBase + t * yStride);
         });
     }
 
@@ -218,10 +236,14 @@ final class AttentionProducts {
 
     // ---- PQ: y[j, c, e] = Σ_{h of c} Σ_{t attending j} s[h, t, j]·x[t, h, e] ----------------------
 
-    /** PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row attends. */
+    /**
+     * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
+     * attends. Per (batch, kv head): one head at a time (its s and x copied contiguous), every key's
+     * chains continued through y from the previous head (stored and reloaded unchanged).
+     */
     static void pq(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int xStride = h * hd, yStride = kv * hd;
+        int xStride = h * hd, yStride = kv * hd, ls = oddStride(l);
         // The rows attending key j form [tLo[j], tHi[j]]: hi(t) and lo(t) are nondecreasing in t.
         int[] tLo = new int[l], tHi = new int[l];
         for (int j = 0, a = 0, b = -1; j < l; j++) {
@@ -232,102 +254,106 @@ final class AttentionProducts {
         }
         long cost = (long) g.batch() * h * rows * l * hd / 2;
         Parallel.forEach(g.batch() * kv, cost, bc -> {
-            int bt = bc / kv, c = bc % kv;
-            int yBase = bt * l * yStride + c * hd;
-            int j = 0;
-            for (; j + 1 < l; j += 2) pqPair(g, s, x, bt, c, j, tLo, tHi, xStride, y, yBase + j * yStride, yBase + (j + 1) * yStride);
-            if (j < l) pqKey(g, s, x, bt, c, j, tLo[j], tHi[j], xStride, 0, y, yBase + j * yStride);
+            int bt = bc / kv, c = bc % kv, yBase = bt * l * yStride + c * hd;
+            float[][] sc = scratch(rows * ls, rows * hd);
+            float[] sp = sc[0], xp = sc[1];
+            for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
+                boolean first = hh == c * grp;
+                for (int t = 0; t < rows; t++) {
+                    System.arraycopy(s, ((bt * h + hh) * rows + t) * l, sp, t * ls, l);
+                    System.arraycopy(x, (bt * rows + t) * xStride + hh * hd, xp, t * hd, hd);
+                }
+                int j = 0;
+                for (; j + 1 < l; j += 2)
+                    pqPair(sp, ls, xp, hd, j, tLo[j], tHi[j], tLo[j + 1], tHi[j + 1], first, y, yBase + j * yStride, yBase + (j + 1) * yStride);
+                if (j < l) pqKey(sp, ls, xp, hd, j, tLo[j], tHi[j], 0, first, y, yBase + j * yStride);
+            }
+            for (int j = 0; j < l; j++)                                 // no term: +0.0, not the chain's −0.0
+                if (tLo[j] > tHi[j] || grp == 0) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, 0f);
         });
     }
 
     /**
-     * Keys j and j + 1 of kv head c in one pass per head over the rows where their ranges meet:
-     * eight chains side by side, each in the order h, then t increasing.
+     * Keys j (rows [loA, hiA]) and j + 1 (rows [loB, hiB]) of one head in one pass over the rows where
+     * their ranges meet: eight chains side by side, each in increasing t, started at −0.0 ({@code first})
+     * or continued from y. s at sp[t·ls + j], x at xp[t·hd + e].
      */
-    static void pqPair(PlanKernels.Attn g, float[] s, float[] x, int bt, int c, int j, int[] tLo, int[] tHi, int xStride,
+    static void pqPair(float[] sp, int ls, float[] xp, int hd, int j, int loA, int hiA, int loB, int hiB, boolean first,
                        float[] y, int yA, int yB) {
-        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), grp = g.groups();
-        int loA = tLo[j], hiA = tHi[j], loB = tLo[j + 1], hiB = tHi[j + 1];
         int top = Math.max(loA, loB), bot = Math.min(hiA, hiB), e = 0;
-        if (grp > 0 && loA <= hiA && loB <= hiB && top <= bot) {
+        if (loA <= hiA && loB <= hiB && top <= bot) {
             FloatVector z = FloatVector.broadcast(FS, -0.0f);
             for (; e + EB <= hd; e += EB) {
-                FloatVector a0 = z, a1 = z, a2 = z, a3 = z, b0 = z, b1 = z, b2 = z, b3 = z;
-                for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
-                    int sRow = (bt * h + hh) * rows * l + j, xb = bt * rows * xStride + hh * hd + e;
-                    for (int t = loA; t < top; t++) {
-                        int st = sRow + t * l, xt = xb + t * xStride;
-                        FloatVector w = FloatVector.broadcast(FS, s[st]);
-                        a0 = w.fma(FloatVector.fromArray(FS, x, xt), a0);
-                        a1 = w.fma(FloatVector.fromArray(FS, x, xt + LANES), a1);
-                        a2 = w.fma(FloatVector.fromArray(FS, x, xt + 2 * LANES), a2);
-                        a3 = w.fma(FloatVector.fromArray(FS, x, xt + 3 * LANES), a3);
-                    }
-                    for (int t = loB; t < top; t++) {
-                        int st = sRow + 1 + t * l, xt = xb + t * xStride;
-                        FloatVector w = FloatVector.broadcast(FS, s[st]);
-                        b0 = w.fma(FloatVector.fromArray(FS, x, xt), b0);
-                        b1 = w.fma(FloatVector.fromArray(FS, x, xt + LANES), b1);
-                        b2 = w.fma(FloatVector.fromArray(FS, x, xt + 2 * LANES), b2);
-                        b3 = w.fma(FloatVector.fromArray(FS, x, xt + 3 * LANES), b3);
-                    }
-                    for (int t = top; t <= bot; t++) {
-                        int st = sRow + t * l, xt = xb + t * xStride;
-                        FloatVector v0 = FloatVector.fromArray(FS, x, xt), v1 = FloatVector.fromArray(FS, x, xt + LANES),
-                                v2 = FloatVector.fromArray(FS, x, xt + 2 * LANES), v3 = FloatVector.fromArray(FS, x, xt + 3 * LANES);
-                        FloatVector wa = FloatVector.broadcast(FS, s[st]), wb = FloatVector.broadcast(FS, s[st + 1]);
-                        a0 = wa.fma(v0, a0); a1 = wa.fma(v1, a1); a2 = wa.fma(v2, a2); a3 = wa.fma(v3, a3);
-                        b0 = wb.fma(v0, b0); b1 = wb.fma(v1, b1); b2 = wb.fma(v2, b2); b3 = wb.fma(v3, b3);
-                    }
-                    for (int t = bot + 1; t <= hiA; t++) {
-                        int st = sRow + t * l, xt = xb + t * xStride;
-                        FloatVector w = FloatVector.broadcast(FS, s[st]);
-                        a0 = w.fma(FloatVector.fromArray(FS, x, xt), a0);
-                        a1 = w.fma(FloatVector.fromArray(FS, x, xt + LANES), a1);
-                        a2 = w.fma(FloatVector.fromArray(FS, x, xt + 2 * LANES), a2);
-                        a3 = w.fma(FloatVector.fromArray(FS, x, xt + 3 * LANES), a3);
-                    }
-                    for (int t = bot + 1; t <= hiB; t++) {
-                        int st = sRow + 1 + t * l, xt = xb + t * xStride;
-                        FloatVector w = FloatVector.broadcast(FS, s[st]);
-                        b0 = w.fma(FloatVector.fromArray(FS, x, xt), b0);
-                        b1 = w.fma(FloatVector.fromArray(FS, x, xt + LANES), b1);
-                        b2 = w.fma(FloatVector.fromArray(FS, x, xt + 2 * LANES), b2);
-                        b3 = w.fma(FloatVector.fromArray(FS, x, xt + 3 * LANES), b3);
-                    }
+                FloatVector a0, a1, a2, a3, b0, b1, b2, b3;
+                if (first) { a0 = z; a1 = z; a2 = z; a3 = z; b0 = z; b1 = z; b2 = z; b3 = z; }
+                else {
+                    a0 = FloatVector.fromArray(FS, y, yA + e); a1 = FloatVector.fromArray(FS, y, yA + e + LANES);
+                    a2 = FloatVector.fromArray(FS, y, yA + e + 2 * LANES); a3 = FloatVector.fromArray(FS, y, yA + e + 3 * LANES);
+                    b0 = FloatVector.fromArray(FS, y, yB + e); b1 = FloatVector.fromArray(FS, y, yB + e + LANES);
+                    b2 = FloatVector.fromArray(FS, y, yB + e + 2 * LANES); b3 = FloatVector.fromArray(FS, y, yB + e + 3 * LANES);
+                }
+                for (int t = loA; t < top; t++) {
+                    int xt = t * hd + e;
+                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
+                    a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
+                    a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
+                    a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
+                    a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
+                }
+                for (int t = loB; t < top; t++) {
+                    int xt = t * hd + e;
+                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
+                    b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
+                    b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
+                    b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
+                    b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
+                }
+                for (int t = top; t <= bot; t++) {
+                    int xt = t * hd + e, st = t * ls + j;
+                    FloatVector v0 = FloatVector.fromArray(FS, xp, xt), v1 = FloatVector.fromArray(FS, xp, xt + LANES),
+                            v2 = FloatVector.fromArray(FS, xp, xt + 2 * LANES), v3 = FloatVector.fromArray(FS, xp, xt + 3 * LANES);
+                    FloatVector wa = FloatVector.broadcast(FS, sp[st]), wb = FloatVector.broadcast(FS, sp[st + 1]);
+                    a0 = wa.fma(v0, a0); a1 = wa.fma(v1, a1); a2 = wa.fma(v2, a2); a3 = wa.fma(v3, a3);
+                    b0 = wb.fma(v0, b0); b1 = wb.fma(v1, b1); b2 = wb.fma(v2, b2); b3 = wb.fma(v3, b3);
+                }
+                for (int t = bot + 1; t <= hiA; t++) {
+                    int xt = t * hd + e;
+                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
+                    a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
+                    a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
+                    a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
+                    a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
+                }
+                for (int t = bot + 1; t <= hiB; t++) {
+                    int xt = t * hd + e;
+                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
+                    b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
+                    b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
+                    b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
+                    b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
                 }
                 a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
                 b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
             }
         }
         if (e < hd) {
-            pqKey(g, s, x, bt, c, j, loA, hiA, xStride, e, y, yA);
-            pqKey(g, s, x, bt, c, j + 1, loB, hiB, xStride, e, y, yB);
+            pqKey(sp, ls, xp, hd, j, loA, hiA, e, first, y, yA);
+            pqKey(sp, ls, xp, hd, j + 1, loB, hiB, e, first, y, yB);
         }
     }
 
-    /** One key's chains for e in [e0, hd): over the heads of kv head c, then rows t in [lo, hi]; +0.0 when empty. */
-    static void pqKey(PlanKernels.Attn g, float[] s, float[] x, int bt, int c, int j, int lo, int hi, int xStride, int e0,
-                      float[] y, int yOff) {
-        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), grp = g.groups();
-        if (lo > hi || grp == 0) { Arrays.fill(y, yOff + e0, yOff + hd, 0f); return; }
+    /** One key's chains of one head for e in [e0, hd) over rows [lo, hi], from −0.0 ({@code first}) or continued from y. */
+    static void pqKey(float[] sp, int ls, float[] xp, int hd, int j, int lo, int hi, int e0, boolean first, float[] y, int yOff) {
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         int e = e0;
         for (; e + LANES <= hd; e += LANES) {
-            FloatVector acc = z;
-            for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
-                int sRow = (bt * h + hh) * rows * l + j, xb = bt * rows * xStride + hh * hd + e;
-                for (int t = lo; t <= hi; t++)
-                    acc = FloatVector.broadcast(FS, s[sRow + t * l]).fma(FloatVector.fromArray(FS, x, xb + t * xStride), acc);
-            }
+            FloatVector acc = first ? z : FloatVector.fromArray(FS, y, yOff + e);
+            for (int t = lo; t <= hi; t++) acc = FloatVector.broadcast(FS, sp[t * ls + j]).fma(FloatVector.fromArray(FS, xp, t * hd + e), acc);
             acc.intoArray(y, yOff + e);
         }
         for (; e < hd; e++) {
-            float acc = -0.0f;
-            for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
-                int sRow = (bt * h + hh) * rows * l + j, xb = bt * rows * xStride + hh * hd + e;
-                for (int t = lo; t <= hi; t++) acc = Math.fma(s[sRow + t * l], x[xb + t * xStride], acc);
-            }
+            float acc = first ? -0.0f : y[yOff + e];
+            for (int t = lo; t <= hi; t++) acc = Math.fma(sp[t * ls + j], xp[t * hd + e], acc);
             y[yOff + e] = acc;
         }
     }
