@@ -1,11 +1,10 @@
 package kina.eval;
 
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntConsumer;
 
 /**
  * The fixed thread pool kernels split their work over. Work is split by independent outputs only
@@ -15,84 +14,141 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>With T threads there are T − 1 pool workers and the calling thread is the T-th: it claims
  * chunks like the workers do (one shared counter), so no thread sits waiting while work is left
  * and a worker that starts late (a busy sibling core) simply takes fewer chunks. A call made from
- * a worker runs its chunks itself (no nested fan-out, so no worker ever waits on another).
+ * a worker runs its chunks itself (no nested fan-out, so no worker ever waits on another); so does
+ * a call made while another thread's call holds the pool.
+ *
+ * <p>An idle worker spins for {@link #SPIN_NANOS} before it parks: a train step makes a few
+ * hundred calls, a few microseconds to milliseconds apart, and waking a parked thread cost 7–11 µs
+ * per call on the 2-vCPU benchmark machine, 80–100 µs while the host was busy (bench/RESULTS.md).
  */
 public final class Parallel {
+    /** How long an idle worker waits for the next call by spinning before it parks, in nanoseconds. */
+    static final long SPIN_NANOS = 200_000;
+
     private static volatile Pool pool = new Pool(Runtime.getRuntime().availableProcessors());
 
     private Parallel() {}
 
-    /** T − 1 daemon workers ({@code null} when T = 1). */
-    private record Pool(int threads, ExecutorService workers) {
+    /** One call's chunks: a shared claim counter, the workers inside it, the first failure. */
+    private static final class Job {
+        final int chunks;
+        final IntConsumer body;
+        final AtomicInteger next = new AtomicInteger(), busy = new AtomicInteger();
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        Job(int chunks, IntConsumer body) { this.chunks = chunks; this.body = body; }
+
+        /** Claims and runs chunks until none is left or one has failed. */
+        void drain() {
+            try {
+                for (int c; failure.get() == null && (c = next.getAndIncrement()) < chunks; ) body.accept(c);
+            } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+            }
+        }
+    }
+
+    /** T − 1 daemon workers and the job they serve; one caller at a time ({@link #busy}). */
+    private static final class Pool {
+        final int threads;
+        final Worker[] workers;
+        final AtomicBoolean busy = new AtomicBoolean();
+        volatile Job job;
+        volatile boolean closed;
+
         Pool(int threads) {
-            this(threads, threads == 1 ? null : Executors.newFixedThreadPool(threads - 1, r -> {
-                Thread t = new Worker(r);
-                t.setDaemon(true);
-                return t;
-            }));
+            this.threads = threads;
+            workers = new Worker[threads - 1];
+            for (int i = 0; i < workers.length; i++) {
+                workers[i] = new Worker(this);
+                workers[i].start();
+            }
         }
 
-        void shutdown() { if (workers != null) workers.shutdown(); }
+        void shutdown() {
+            closed = true;
+            for (Worker w : workers) LockSupport.unpark(w);
+        }
     }
 
     /** A pool thread (so a nested call can tell it runs on one). */
     private static final class Worker extends Thread {
         private static final AtomicInteger COUNT = new AtomicInteger();
+        private final Pool pool;
+        volatile boolean parked;
 
-        Worker(Runnable r) { super(r, "kina-worker-" + COUNT.incrementAndGet()); }
+        Worker(Pool pool) {
+            super("kina-worker-" + COUNT.incrementAndGet());
+            this.pool = pool;
+            setDaemon(true);
+        }
+
+        @Override public void run() {
+            Job last = null;
+            while (true) {
+                Job j = awaitJob(last);
+                if (j == null) return;                      // the pool was shut down
+                last = j;
+                j.busy.incrementAndGet();                   // before claiming: the caller waits for busy = 0
+                j.drain();
+                j.busy.decrementAndGet();
+            }
+        }
+
+        /** The next job other than {@code last}: spin, then park until the caller unparks; null once closed. */
+        private Job awaitJob(Job last) {
+            long until = System.nanoTime() + SPIN_NANOS;
+            while (true) {
+                if (pool.closed) return null;
+                Job j = pool.job;
+                if (j != null && j != last) return j;
+                if (System.nanoTime() < until) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                parked = true;                              // then look again: a job published meanwhile is not missed
+                j = pool.job;
+                if ((j == null || j == last) && !pool.closed) LockSupport.park(this);
+                parked = false;
+                until = System.nanoTime() + SPIN_NANOS;
+            }
+        }
     }
 
     /** Sets the number of threads (≥ 1), the caller's included; the default is the number of processors. */
     public static synchronized void setThreads(int n) {
         if (n < 1) throw new IllegalArgumentException("threads must be >= 1, not " + n);
-        if (n == pool.threads()) return;
+        if (n == pool.threads) return;
         Pool old = pool;
         pool = new Pool(n);
         old.shutdown();
     }
 
-    public static int threads() { return pool.threads(); }
+    public static int threads() { return pool.threads; }
 
     /**
      * Runs {@code body(chunk)} for chunk in [0, chunks), on several threads when {@code work} is
      * large enough; returns when every chunk has run. The first exception a chunk throws is
      * rethrown (RuntimeException and Error as themselves); chunks not yet claimed then do not run.
      */
-    public static void forEach(int chunks, long work, java.util.function.IntConsumer body) {
+    public static void forEach(int chunks, long work, IntConsumer body) {
         Pool p = pool;
-        if (chunks <= 1 || work < 32_768 || p.threads() == 1 || Thread.currentThread() instanceof Worker) {
+        boolean fanOut = chunks > 1 && work >= 32_768 && p.threads > 1 && !(Thread.currentThread() instanceof Worker);
+        if (!fanOut || !p.busy.compareAndSet(false, true)) {
             for (int c = 0; c < chunks; c++) body.accept(c);
             return;
         }
-        AtomicInteger next = new AtomicInteger();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        Runnable drain = () -> {
-            try {
-                for (int c; failure.get() == null && (c = next.getAndIncrement()) < chunks; ) body.accept(c);
-            } catch (Throwable t) {
-                failure.compareAndSet(null, t);
-            }
-        };
-        int helpers = Math.min(p.threads() - 1, chunks - 1);
-        Future<?>[] fs = new Future<?>[helpers];
-        for (int i = 0; i < helpers; i++) fs[i] = p.workers().submit(drain);
-        drain.run();
-        boolean interrupted = false;
-        for (Future<?> f : fs) {
-            while (true) {
-                try {
-                    f.get();
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true;                       // the chunks still run: wait for them, then re-flag
-                } catch (ExecutionException e) {
-                    failure.compareAndSet(null, e.getCause());   // drain catches everything; kept for safety
-                    break;
-                }
-            }
+        Job j = new Job(chunks, body);
+        try {
+            p.job = j;
+            for (Worker w : p.workers) if (w.parked) LockSupport.unpark(w);
+            j.drain();
+            while (j.busy.get() != 0) Thread.onSpinWait();  // workers finishing the chunks they claimed
+        } finally {
+            p.job = null;
+            p.busy.set(false);
         }
-        if (interrupted) Thread.currentThread().interrupt();
-        Throwable t = failure.get();
+        Throwable t = j.failure.get();
         if (t == null) return;
         if (t instanceof RuntimeException r) throw r;
         if (t instanceof Error er) throw er;
