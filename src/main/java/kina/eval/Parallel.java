@@ -17,14 +17,14 @@ import java.util.function.IntConsumer;
  * a worker runs its chunks itself (no nested fan-out, so no worker ever waits on another); so does
  * a call made while another thread's call holds the pool.
  *
- * <p>An idle worker spins for {@link #SPIN_NANOS} before it parks: a train step makes a few
- * hundred calls, a few microseconds to milliseconds apart, and waking a parked thread cost 7–11 µs
- * per call on the 2-vCPU benchmark machine, 80–100 µs while the host was busy (bench/RESULTS.md).
+ * <p>An idle worker parks at once, and a call unparks only the workers that are parked: no
+ * executor queue and no futures (a call cost 7–11 µs through a fixed thread pool's futures on the
+ * 2-vCPU benchmark machine, 80–100 µs while the host was busy). Nobody spins: on that machine a
+ * spinning worker (200 µs before parking) or a spinning caller made 2-thread train steps slower
+ * and their times wider when the host was busy, as a spinning thread can hold the very vCPU the
+ * thread it waits for needs.
  */
 public final class Parallel {
-    /** How long an idle worker waits for the next call by spinning before it parks, in nanoseconds. */
-    static final long SPIN_NANOS = 200_000;
-
     private static volatile Pool pool = new Pool(Runtime.getRuntime().availableProcessors());
 
     private Parallel() {}
@@ -35,6 +35,8 @@ public final class Parallel {
         final IntConsumer body;
         final AtomicInteger next = new AtomicInteger(), busy = new AtomicInteger();
         final AtomicReference<Throwable> failure = new AtomicReference<>();
+        /** The caller, once it waits parked for the workers' last chunks. */
+        volatile Thread waiter;
 
         Job(int chunks, IntConsumer body) { this.chunks = chunks; this.body = body; }
 
@@ -91,26 +93,20 @@ public final class Parallel {
                 last = j;
                 j.busy.incrementAndGet();                   // before claiming: the caller waits for busy = 0
                 j.drain();
-                j.busy.decrementAndGet();
+                if (j.busy.decrementAndGet() == 0 && j.waiter != null) LockSupport.unpark(j.waiter);
             }
         }
 
-        /** The next job other than {@code last}: spin, then park until the caller unparks; null once closed. */
+        /** The next job other than {@code last}, parking until a caller unparks; null once the pool is closed. */
         private Job awaitJob(Job last) {
-            long until = System.nanoTime() + SPIN_NANOS;
             while (true) {
                 if (pool.closed) return null;
                 Job j = pool.job;
                 if (j != null && j != last) return j;
-                if (System.nanoTime() < until) {
-                    Thread.onSpinWait();
-                    continue;
-                }
                 parked = true;                              // then look again: a job published meanwhile is not missed
                 j = pool.job;
                 if ((j == null || j == last) && !pool.closed) LockSupport.park(this);
                 parked = false;
-                until = System.nanoTime() + SPIN_NANOS;
             }
         }
     }
@@ -143,7 +139,10 @@ public final class Parallel {
             p.job = j;
             for (Worker w : p.workers) if (w.parked) LockSupport.unpark(w);
             j.drain();
-            while (j.busy.get() != 0) Thread.onSpinWait();  // workers finishing the chunks they claimed
+            if (j.busy.get() != 0) {                        // workers finishing the chunks they claimed: park, not spin
+                j.waiter = Thread.currentThread();          // (a spinning caller can hold the very vCPU a worker needs)
+                while (j.busy.get() != 0) LockSupport.park(j);
+            }
         } finally {
             p.job = null;
             p.busy.set(false);
