@@ -332,13 +332,20 @@ public final class TypeRules {
      */
     private static TensorType attentionProduct(String op, TensorType a, TensorType b, Instr.AttnOpts o,
                                                Instr.AttentionProduct.Form form) {
-        if (form == Instr.AttentionProduct.Form.QK) {
-            TensorType q = attention(op, a, b, java.util.Optional.empty(), o);
-            Shape s = q.shape();
-            int r = s.rank();
-            return q.withShape(s.prefix(r - 2).concat(o.heads(), s.dim(r - 2), b.shape().dim(r - 2)));
-        }
         floating(op, a);
+        if (form == Instr.AttentionProduct.Form.QK) {
+            if (o.kvHeads() < 1 || o.heads() % o.kvHeads() != 0)
+                throw new Mismatch(op, "kv_heads " + o.kvHeads() + " must divide heads " + o.heads());
+            long hd = headWidth(op, "a", a, o.heads()), kd = headWidth(op, "b", b, o.kvHeads());
+            int r = a.rank();
+            Shape lead = a.shape().prefix(r - 2);
+            if (b.rank() != r || !b.shape().prefix(r - 2).equals(lead) || kd != hd || b.dtype() != a.dtype()
+                    || b.placement() != a.placement())
+                throw new Mismatch(op, "b must be " + a.dtype() + " σ++[L, " + o.kvHeads() + "·" + hd + "] with a's σ " + lead
+                        + ": a " + a + ", b " + b);
+            masks(op, o);
+            return a.withShape(lead.concat(o.heads(), a.shape().dim(r - 2), b.shape().dim(r - 2)));
+        }
         boolean pk = form == Instr.AttentionProduct.Form.PK;
         int r = b.rank();
         String want = "a must be σ++[" + o.heads() + ", T, L] and b " + (pk ? "σ++[L, KV·hd]" : "σ++[T, H·hd]")
@@ -351,11 +358,16 @@ public final class TypeRules {
         long t = a.shape().dim(r - 1), l = a.shape().dim(r);
         if (b.shape().dim(r - 2) != (pk ? l : t)) throw new Mismatch(op, want);
         long hd = headWidth(op, "b", b, pk ? o.kvHeads() : o.heads());
+        masks(op, o);
+        Shape lead = b.shape().prefix(r - 2);
+        return b.withShape(pk ? lead.concat(t, o.heads() * hd) : lead.concat(l, o.kvHeads() * hd));
+    }
+
+    /** The mask options of the attention products: window, chunk, start ≥ 0, not window and chunk both. */
+    private static void masks(String op, Instr.AttnOpts o) {
         if (o.window() < 0 || o.chunk() < 0 || o.start() < 0)
             throw new Mismatch(op, "window, chunk and start must be >= 0");
         if (o.window() > 0 && o.chunk() > 0) throw new Mismatch(op, "window and chunk exclude each other");
-        Shape lead = b.shape().prefix(r - 2);
-        return b.withShape(pk ? lead.concat(t, o.heads() * hd) : lead.concat(l, o.kvHeads() * hd));
     }
 
     // ---- indexing ---------------------------------------------------------------------------

@@ -327,6 +327,7 @@ public final class Parser {
             if (name.kind() != Kind.IDENT) throw expected("a method name after '.'", name);
             next();
             Method m = METHODS.get(name.text());
+            if (m == null && INTERNAL.containsKey(name.text())) throw new SyntaxError(name.pos(), INTERNAL.get(name.text()));
             if (m == null)
                 throw new SyntaxError(name.pos(), "unknown method '" + name.text() + "'; known methods: "
                         + String.join(", ", METHODS.keySet()));

@@ -259,15 +259,15 @@ class InstrRulesTest {
         assertThat(err(product(PQ, GQA), probs, f32(2, 4, 8))).isEqualTo(pqWant + probs + ", b " + f32(2, 4, 8));
         assertThat(err(product(PK, GQA), f32(3, 4, 3, 5), keys)).isEqualTo(pkWant + f32(3, 4, 3, 5) + ", b " + keys);
         assertThat(err(product(PQ, GQA), f32(4, 3, 5), rows)).isEqualTo(pqWant + f32(4, 3, 5) + ", b " + rows);
-        assertThat(err(product(QK, GQA), rows, f32(3, 5, 4))).contains("attention_qk: k must be F32 σ++[L, 2·2] with q's σ [2]",
+        assertThat(err(product(QK, GQA), rows, f32(3, 5, 4))).contains("attention_qk: b must be F32 σ++[L, 2·2] with a's σ [2]",
                 "[2, 3, 8]", "[3, 5, 4]");
         // head widths: b's width is not a multiple of the heads it holds, or q's and k's hd differ
         assertThat(err(product(PK, GQA), probs, f32(2, 5, 5)))
                 .isEqualTo("let c: attention_pk: b width 5 is not a positive multiple of 2 heads: " + f32(2, 5, 5));
         assertThat(err(product(PQ, GQA), probs, f32(2, 3, 6)))
                 .isEqualTo("let c: attention_pq: b width 6 is not a positive multiple of 4 heads: " + f32(2, 3, 6));
-        assertThat(err(product(QK, GQA), rows, f32(2, 5, 6))).contains("k must be", "σ++[L, 2·2]");
-        assertThat(err(product(QK, GQA), f32(8), keys)).contains("q needs rank >= 2", "[8]");
+        assertThat(err(product(QK, GQA), rows, f32(2, 5, 6))).contains("b must be", "σ++[L, 2·2]");
+        assertThat(err(product(QK, GQA), f32(8), keys)).contains("a needs rank >= 2", "[8]");
     }
 
     @Test void attentionProductsRejectHeadsThatAreNotAsHAxis() {
@@ -291,7 +291,7 @@ class InstrRulesTest {
         assertThat(err(product(PK, GQA), probs, t(DType.F64, 2, 5, 4))).contains("of one dtype", "F32", "F64");
         assertThat(err(product(PQ, GQA), t(DType.F64, 2, 4, 3, 5), rows)).contains("of one dtype", "F64", "F32");
         assertThat(err(product(PQ, GQA), probs, dev(rows))).contains("of one dtype", "@device");
-        assertThat(err(product(QK, GQA), rows, t(DType.F64, 2, 5, 4))).contains("k must be F32", "F64");
+        assertThat(err(product(QK, GQA), rows, t(DType.F64, 2, 5, 4))).contains("b must be F32", "F64");
         assertThat(err(product(PK, GQA), t(DType.I64, 2, 4, 3, 5), i64(2, 5, 4))).contains("floating", "I64");
         assertThat(err(product(QK, GQA), i64(2, 3, 8), keys)).contains("floating", "I64");
     }
