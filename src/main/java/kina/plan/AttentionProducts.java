@@ -19,11 +19,14 @@ final class AttentionProducts {
     private static final int LANES = FS.length();
     /** Output elements per block of {@link #pkPair} / {@link #pqPair}: four vectors. */
     private static final int EB = 4 * LANES;
+    /** Keys per block of {@link #dots4}: two vectors. */
+    private static final int KB = 2 * LANES;
 
     /**
      * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK [1] = x's kv head; PQ [0] = one
-     * head's s, [1] = its x. Copies are contiguous with strides off multiples of 512 bytes: walking a
-     * head in place (rows H·hd or l floats apart, often 512 bytes) kept only a few L1 sets busy.
+     * head's s, [1] = its x. Copies are contiguous, in blocks of a constant width (C2 drops the range
+     * checks of an index j·constant + offset, not of j·stride), s rows an odd number of vectors apart:
+     * walking a head in place (rows H·hd or l floats apart, often 512 bytes) kept only a few L1 sets busy.
      */
     private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][0]);
 
@@ -49,13 +52,13 @@ final class AttentionProducts {
     /** QK: a [batch, rows, H·hd], b [batch, l, KV·hd] → y [batch, H, rows, l], +0.0 where not attended. */
     static void qk(PlanKernels.Attn g, float[] a, float[] b, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int bStride = kv * hd, aStride = h * hd, ks = oddStride(l), ps = oddStride(l + LANES);
+        int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
         long cost = (long) g.batch() * h * rows * l * hd / 2;
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
-            float[][] sc = scratch(4 * ps, hd * ks);
-            float[] p = sc[0], bt_ = sc[1];
-            PlanKernels.transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, bt_, ks);
+            float[][] sc = scratch(4 * ps, kBlocks * hd * KB);
+            float[] p = sc[0], kt = sc[1];
+            transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
             for (int r0 = 0; r0 < rows; r0 += 4) {
                 int nr = Math.min(4, rows - r0), jlo = Integer.MAX_VALUE, jhi = -1;
                 for (int i = 0; i < nr; i++) {
@@ -64,9 +67,9 @@ final class AttentionProducts {
                 }
                 int aOff = (bt * rows + r0) * aStride + hh * hd;
                 if (hd > 0 && jhi >= 0) {
-                    int j0 = jlo / LANES * LANES;
-                    if (nr == 4) dots4(a, aOff, aStride, bt_, ks, hd, j0, jhi + 1, p, ps);
-                    else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, bt_, ks, hd, j0, jhi + 1, p, i * ps);
+                    int j0 = jlo / KB * KB;
+                    if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, p, ps);
+                    else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, p, i * ps);
                 }
                 for (int i = 0; i < nr; i++) {
                     int yOff = ((bt * h + hh) * rows + r0 + i) * l, rl = lo(g, r0 + i), rh = g.hi(r0 + i);
@@ -79,19 +82,28 @@ final class AttentionProducts {
         });
     }
 
+    /** kt[(j / KB · hd + e) · KB + j % KB] = k[kBase + j·kStride + e]: one head's keys transposed in blocks of KB keys. */
+    static void transposeKeys(float[] k, int kBase, int kStride, int l, int hd, float[] kt) {
+        for (int j = 0; j < l; j++) {
+            int kOff = kBase + j * kStride, base = j / KB * hd * KB + j % KB;
+            for (int e = 0; e < hd; e++) kt[base + e * KB] = k[kOff + e];
+        }
+    }
+
     /**
      * Four rows' chains (row i's a at aOff + i·aStride) against the keys of whole vectors from j0
-     * (a multiple of LANES) past j1: p[i·ps + j] = fma over e from −0.0. Lanes past the last key
-     * read bᵀ's padding: callers ignore them.
+     * (a multiple of KB) past j1: p[i·ps + j] = fma over e from −0.0. Lanes past the last key read
+     * kt's padding: callers ignore them.
      */
-    static void dots4(float[] a, int aOff, int aStride, float[] kt, int ks, int hd, int j0, int j1, float[] p, int ps) {
+    static void dots4(float[] a, int aOff, int aStride, float[] kt, int hd, int j0, int j1, float[] p, int ps) {
         int q0 = aOff, q1 = q0 + aStride, q2 = q1 + aStride, q3 = q2 + aStride;
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         int j = j0;
-        for (; j + LANES < j1; j += 2 * LANES) {
+        for (; j + LANES < j1; j += KB) {
+            int kb = j / KB * hd * KB;
             FloatVector a0 = z, a1 = z, b0 = z, b1 = z, c0 = z, c1 = z, d0 = z, d1 = z;
             for (int e = 0; e < hd; e++) {
-                int r = e * ks + j;
+                int r = kb + e * KB;
                 FloatVector k0 = FloatVector.fromArray(FS, kt, r), k1 = FloatVector.fromArray(FS, kt, r + LANES);
                 FloatVector x = FloatVector.broadcast(FS, a[q0 + e]);
                 a0 = x.fma(k0, a0); a1 = x.fma(k1, a1);
@@ -107,10 +119,11 @@ final class AttentionProducts {
             c0.intoArray(p, 2 * ps + j); c1.intoArray(p, 2 * ps + j + LANES);
             d0.intoArray(p, 3 * ps + j); d1.intoArray(p, 3 * ps + j + LANES);
         }
-        if (j < j1) {
+        if (j < j1) {                                   // the first half of a block
+            int kb = j / KB * hd * KB;
             FloatVector a0 = z, b0 = z, c0 = z, d0 = z;
             for (int e = 0; e < hd; e++) {
-                FloatVector k0 = FloatVector.fromArray(FS, kt, e * ks + j);
+                FloatVector k0 = FloatVector.fromArray(FS, kt, kb + e * KB);
                 a0 = FloatVector.broadcast(FS, a[q0 + e]).fma(k0, a0);
                 b0 = FloatVector.broadcast(FS, a[q1 + e]).fma(k0, b0);
                 c0 = FloatVector.broadcast(FS, a[q2 + e]).fma(k0, c0);
@@ -123,12 +136,13 @@ final class AttentionProducts {
         }
     }
 
-    /** {@link #dots4} for one row, written at p[pOff + j]. */
-    static void dots1(float[] a, int aOff, float[] kt, int ks, int hd, int j0, int j1, float[] p, int pOff) {
+    /** {@link #dots4} for one row, written at p[pOff + j]; j0 a multiple of LANES. */
+    static void dots1(float[] a, int aOff, float[] kt, int hd, int j0, int j1, float[] p, int pOff) {
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         for (int j = j0; j < j1; j += LANES) {
+            int kb = j / KB * hd * KB + j % KB;
             FloatVector acc = z;
-            for (int e = 0; e < hd; e++) acc = FloatVector.broadcast(FS, a[aOff + e]).fma(FloatVector.fromArray(FS, kt, e * ks + j), acc);
+            for (int e = 0; e < hd; e++) acc = FloatVector.broadcast(FS, a[aOff + e]).fma(FloatVector.fromArray(FS, kt, kb + e * KB), acc);
             acc.intoArray(p, pOff + j);
         }
     }
@@ -143,13 +157,15 @@ final class AttentionProducts {
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
             int xBase = bt * l * xStride + (hh / grp) * hd, sBase = (bt * h + hh) * rows * l, yBase = bt * rows * yStride + hh * hd;
-            float[] xp = scratch(0, l * hd)[1];                         // x's kv head, [l][hd] contiguous
-            for (int j = 0; j < l; j++) System.arraycopy(x, xBase + j * xStride, xp, j * hd, hd);
+            int blocks = hd / EB;
+            float[] xp = scratch(0, blocks * l * EB)[1];                // x's kv head in blocks of EB features: [block][l][EB]
+            for (int eb = 0; eb < blocks; eb++)
+                for (int j = 0; j < l; j++) System.arraycopy(x, xBase + j * xStride + eb * EB, xp, (eb * l + j) * EB, EB);
             int t = 0;
             for (; t + 1 < rows; t += 2)
                 pkPair(s, sBase + t * l, sBase + (t + 1) * l, lo(g, t), g.hi(t), lo(g, t + 1), g.hi(t + 1),
-                        xp, 0, hd, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride);
-            if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), xp, 0, hd, hd, 0, y, yBase + t * yStride);
+                        xp, l, blocks, x, xBase, xStride, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride);
+            if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), x, xBase, xStride, hd, 0, y, yBase + t * yStride);
         });
     }
 
@@ -157,54 +173,54 @@ final class AttentionProducts {
      * Two rows of {@link #pkRow} in one pass over x where their key ranges meet: eight chains side
      * by side (A's alone, B's alone, both, then A's and B's tails), each in increasing j.
      */
-    static void pkPair(float[] s, int sA, int sB, int loA, int hiA, int loB, int hiB, float[] x, int xBase, int xStride, int hd,
-                       float[] y, int yA, int yB) {
+    static void pkPair(float[] s, int sA, int sB, int loA, int hiA, int loB, int hiB, float[] xp, int l, int blocks,
+                       float[] x, int xBase, int xStride, int hd, float[] y, int yA, int yB) {
         int e = 0;
         int top = Math.max(loA, loB), bot = Math.min(hiA, hiB);
         if (loA <= hiA && loB <= hiB && top <= bot) {
             FloatVector z = FloatVector.broadcast(FS, -0.0f);
-            for (; e + EB <= hd; e += EB) {
-                int xb = xBase + e;
+            for (int eb = 0; eb < blocks; eb++, e += EB) {
+                int xb = eb * l * EB;
                 FloatVector a0 = z, a1 = z, a2 = z, a3 = z, b0 = z, b1 = z, b2 = z, b3 = z;
                 for (int j = loA; j < top; j++) {
-                    int xj = xb + j * xStride;
+                    int xj = xb + j * EB;
                     FloatVector w = FloatVector.broadcast(FS, s[sA + j]);
-                    a0 = w.fma(FloatVector.fromArray(FS, x, xj), a0);
-                    a1 = w.fma(FloatVector.fromArray(FS, x, xj + LANES), a1);
-                    a2 = w.fma(FloatVector.fromArray(FS, x, xj + 2 * LANES), a2);
-                    a3 = w.fma(FloatVector.fromArray(FS, x, xj + 3 * LANES), a3);
+                    a0 = w.fma(FloatVector.fromArray(FS, xp, xj), a0);
+                    a1 = w.fma(FloatVector.fromArray(FS, xp, xj + LANES), a1);
+                    a2 = w.fma(FloatVector.fromArray(FS, xp, xj + 2 * LANES), a2);
+                    a3 = w.fma(FloatVector.fromArray(FS, xp, xj + 3 * LANES), a3);
                 }
                 for (int j = loB; j < top; j++) {
-                    int xj = xb + j * xStride;
+                    int xj = xb + j * EB;
                     FloatVector w = FloatVector.broadcast(FS, s[sB + j]);
-                    b0 = w.fma(FloatVector.fromArray(FS, x, xj), b0);
-                    b1 = w.fma(FloatVector.fromArray(FS, x, xj + LANES), b1);
-                    b2 = w.fma(FloatVector.fromArray(FS, x, xj + 2 * LANES), b2);
-                    b3 = w.fma(FloatVector.fromArray(FS, x, xj + 3 * LANES), b3);
+                    b0 = w.fma(FloatVector.fromArray(FS, xp, xj), b0);
+                    b1 = w.fma(FloatVector.fromArray(FS, xp, xj + LANES), b1);
+                    b2 = w.fma(FloatVector.fromArray(FS, xp, xj + 2 * LANES), b2);
+                    b3 = w.fma(FloatVector.fromArray(FS, xp, xj + 3 * LANES), b3);
                 }
-                for (int j = top; j <= bot; j++) {
-                    int xj = xb + j * xStride;
-                    FloatVector v0 = FloatVector.fromArray(FS, x, xj), v1 = FloatVector.fromArray(FS, x, xj + LANES),
-                            v2 = FloatVector.fromArray(FS, x, xj + 2 * LANES), v3 = FloatVector.fromArray(FS, x, xj + 3 * LANES);
+                for (int j = top, endBot = bot + 1; j < endBot; j++) {
+                    int xj = xb + j * EB;
+                    FloatVector v0 = FloatVector.fromArray(FS, xp, xj), v1 = FloatVector.fromArray(FS, xp, xj + LANES),
+                            v2 = FloatVector.fromArray(FS, xp, xj + 2 * LANES), v3 = FloatVector.fromArray(FS, xp, xj + 3 * LANES);
                     FloatVector wa = FloatVector.broadcast(FS, s[sA + j]), wb = FloatVector.broadcast(FS, s[sB + j]);
                     a0 = wa.fma(v0, a0); a1 = wa.fma(v1, a1); a2 = wa.fma(v2, a2); a3 = wa.fma(v3, a3);
                     b0 = wb.fma(v0, b0); b1 = wb.fma(v1, b1); b2 = wb.fma(v2, b2); b3 = wb.fma(v3, b3);
                 }
-                for (int j = bot + 1; j <= hiA; j++) {
-                    int xj = xb + j * xStride;
+                for (int j = bot + 1, endA = hiA + 1; j < endA; j++) {
+                    int xj = xb + j * EB;
                     FloatVector w = FloatVector.broadcast(FS, s[sA + j]);
-                    a0 = w.fma(FloatVector.fromArray(FS, x, xj), a0);
-                    a1 = w.fma(FloatVector.fromArray(FS, x, xj + LANES), a1);
-                    a2 = w.fma(FloatVector.fromArray(FS, x, xj + 2 * LANES), a2);
-                    a3 = w.fma(FloatVector.fromArray(FS, x, xj + 3 * LANES), a3);
+                    a0 = w.fma(FloatVector.fromArray(FS, xp, xj), a0);
+                    a1 = w.fma(FloatVector.fromArray(FS, xp, xj + LANES), a1);
+                    a2 = w.fma(FloatVector.fromArray(FS, xp, xj + 2 * LANES), a2);
+                    a3 = w.fma(FloatVector.fromArray(FS, xp, xj + 3 * LANES), a3);
                 }
-                for (int j = bot + 1; j <= hiB; j++) {
-                    int xj = xb + j * xStride;
+                for (int j = bot + 1, endB = hiB + 1; j < endB; j++) {
+                    int xj = xb + j * EB;
                     FloatVector w = FloatVector.broadcast(FS, s[sB + j]);
-                    b0 = w.fma(FloatVector.fromArray(FS, x, xj), b0);
-                    b1 = w.fma(FloatVector.fromArray(FS, x, xj + LANES), b1);
-                    b2 = w.fma(FloatVector.fromArray(FS, x, xj + 2 * LANES), b2);
-                    b3 = w.fma(FloatVector.fromArray(FS, x, xj + 3 * LANES), b3);
+                    b0 = w.fma(FloatVector.fromArray(FS, xp, xj), b0);
+                    b1 = w.fma(FloatVector.fromArray(FS, xp, xj + LANES), b1);
+                    b2 = w.fma(FloatVector.fromArray(FS, xp, xj + 2 * LANES), b2);
+                    b3 = w.fma(FloatVector.fromArray(FS, xp, xj + 3 * LANES), b3);
                 }
                 a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
                 b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
@@ -223,13 +239,13 @@ final class AttentionProducts {
         int e = e0;
         for (; e + LANES <= hd; e += LANES) {
             FloatVector acc = z;
-            for (int j = lo; j <= hi; j++)
+            for (int j = lo, endHi = hi + 1; j < endHi; j++)
                 acc = FloatVector.broadcast(FS, s[sOff + j]).fma(FloatVector.fromArray(FS, x, xBase + j * xStride + e), acc);
             acc.intoArray(y, yOff + e);
         }
         for (; e < hd; e++) {
             float acc = -0.0f;
-            for (int j = lo; j <= hi; j++) acc = Math.fma(s[sOff + j], x[xBase + j * xStride + e], acc);
+            for (int j = lo, endHi = hi + 1; j < endHi; j++) acc = Math.fma(s[sOff + j], x[xBase + j * xStride + e], acc);
             y[yOff + e] = acc;
         }
     }
@@ -255,18 +271,24 @@ final class AttentionProducts {
         long cost = (long) g.batch() * h * rows * l * hd / 2;
         Parallel.forEach(g.batch() * kv, cost, bc -> {
             int bt = bc / kv, c = bc % kv, yBase = bt * l * yStride + c * hd;
+            int blocks = hd / EB;
             float[][] sc = scratch(rows * ls, rows * hd);
-            float[] sp = sc[0], xp = sc[1];
+            float[] sp = sc[0], xp = sc[1];                         // one head's s [rows][ls]; its x [block][rows][EB], then [rows][tail]
             for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
                 boolean first = hh == c * grp;
                 for (int t = 0; t < rows; t++) {
                     System.arraycopy(s, ((bt * h + hh) * rows + t) * l, sp, t * ls, l);
-                    System.arraycopy(x, (bt * rows + t) * xStride + hh * hd, xp, t * hd, hd);
+                    int xo = (bt * rows + t) * xStride + hh * hd;
+                    for (int eb = 0; eb < blocks; eb++) System.arraycopy(x, xo + eb * EB, xp, (eb * rows + t) * EB, EB);
+                    if (blocks * EB < hd) System.arraycopy(x, xo + blocks * EB, xp, blocks * rows * EB + t * (hd - blocks * EB), hd - blocks * EB);
                 }
                 int j = 0;
                 for (; j + 1 < l; j += 2)
-                    pqPair(sp, ls, xp, hd, j, tLo[j], tHi[j], tLo[j + 1], tHi[j + 1], first, y, yBase + j * yStride, yBase + (j + 1) * yStride);
-                if (j < l) pqKey(sp, ls, xp, hd, j, tLo[j], tHi[j], 0, first, y, yBase + j * yStride);
+                    pqPair(sp, ls, xp, rows, blocks, hd, j, tLo[j], tHi[j], tLo[j + 1], tHi[j + 1], first, y, yBase + j * yStride, yBase + (j + 1) * yStride);
+                if (j < l) {
+                    for (int eb = 0; eb < blocks; eb++) pqKeyBlock(sp, ls, xp, eb * rows * EB, j, tLo[j], tHi[j], first, y, yBase + j * yStride + eb * EB);
+                    pqKey(sp, ls, xp, rows, blocks, hd, j, tLo[j], tHi[j], first, y, yBase + j * yStride);
+                }
             }
             for (int j = 0; j < l; j++)                                 // no term: +0.0, not the chain's −0.0
                 if (tLo[j] > tHi[j] || grp == 0) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, 0f);
@@ -275,86 +297,116 @@ final class AttentionProducts {
 
     /**
      * Keys j (rows [loA, hiA]) and j + 1 (rows [loB, hiB]) of one head in one pass over the rows where
-     * their ranges meet: eight chains side by side, each in increasing t, started at −0.0 ({@code first})
-     * or continued from y. s at sp[t·ls + j], x at xp[t·hd + e].
+     * their ranges meet: per block of EB features eight chains side by side, each in increasing t,
+     * started at −0.0 ({@code first}) or continued from y. s at sp[t·ls + j]; x's block eb at
+     * xp[(eb·rows + t)·EB + e], its tail features after the blocks ({@link #pqKey}).
      */
-    static void pqPair(float[] sp, int ls, float[] xp, int hd, int j, int loA, int hiA, int loB, int hiB, boolean first,
-                       float[] y, int yA, int yB) {
-        int top = Math.max(loA, loB), bot = Math.min(hiA, hiB), e = 0;
-        if (loA <= hiA && loB <= hiB && top <= bot) {
-            FloatVector z = FloatVector.broadcast(FS, -0.0f);
-            for (; e + EB <= hd; e += EB) {
-                FloatVector a0, a1, a2, a3, b0, b1, b2, b3;
-                if (first) { a0 = z; a1 = z; a2 = z; a3 = z; b0 = z; b1 = z; b2 = z; b3 = z; }
-                else {
-                    a0 = FloatVector.fromArray(FS, y, yA + e); a1 = FloatVector.fromArray(FS, y, yA + e + LANES);
-                    a2 = FloatVector.fromArray(FS, y, yA + e + 2 * LANES); a3 = FloatVector.fromArray(FS, y, yA + e + 3 * LANES);
-                    b0 = FloatVector.fromArray(FS, y, yB + e); b1 = FloatVector.fromArray(FS, y, yB + e + LANES);
-                    b2 = FloatVector.fromArray(FS, y, yB + e + 2 * LANES); b3 = FloatVector.fromArray(FS, y, yB + e + 3 * LANES);
-                }
-                for (int t = loA; t < top; t++) {
-                    int xt = t * hd + e;
-                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
-                    a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
-                    a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
-                    a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
-                    a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
-                }
-                for (int t = loB; t < top; t++) {
-                    int xt = t * hd + e;
-                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
-                    b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
-                    b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
-                    b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
-                    b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
-                }
-                for (int t = top; t <= bot; t++) {
-                    int xt = t * hd + e, st = t * ls + j;
-                    FloatVector v0 = FloatVector.fromArray(FS, xp, xt), v1 = FloatVector.fromArray(FS, xp, xt + LANES),
-                            v2 = FloatVector.fromArray(FS, xp, xt + 2 * LANES), v3 = FloatVector.fromArray(FS, xp, xt + 3 * LANES);
-                    FloatVector wa = FloatVector.broadcast(FS, sp[st]), wb = FloatVector.broadcast(FS, sp[st + 1]);
-                    a0 = wa.fma(v0, a0); a1 = wa.fma(v1, a1); a2 = wa.fma(v2, a2); a3 = wa.fma(v3, a3);
-                    b0 = wb.fma(v0, b0); b1 = wb.fma(v1, b1); b2 = wb.fma(v2, b2); b3 = wb.fma(v3, b3);
-                }
-                for (int t = bot + 1; t <= hiA; t++) {
-                    int xt = t * hd + e;
-                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
-                    a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
-                    a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
-                    a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
-                    a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
-                }
-                for (int t = bot + 1; t <= hiB; t++) {
-                    int xt = t * hd + e;
-                    FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
-                    b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
-                    b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
-                    b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
-                    b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
-                }
-                a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
-                b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
+    static void pqPair(float[] sp, int ls, float[] xp, int rows, int blocks, int hd, int j, int loA, int hiA, int loB, int hiB,
+                       boolean first, float[] y, int yA, int yB) {
+        int top = Math.max(loA, loB), bot = Math.min(hiA, hiB);
+        boolean meet = loA <= hiA && loB <= hiB && top <= bot;
+        FloatVector z = FloatVector.broadcast(FS, -0.0f);
+        for (int eb = 0; eb < blocks; eb++) {
+            int xo = eb * rows * EB, e = eb * EB;
+            if (!meet) {
+                pqKeyBlock(sp, ls, xp, xo, j, loA, hiA, first, y, yA + e);
+                pqKeyBlock(sp, ls, xp, xo, j + 1, loB, hiB, first, y, yB + e);
+                continue;
             }
+            FloatVector a0, a1, a2, a3, b0, b1, b2, b3;
+            if (first) { a0 = z; a1 = z; a2 = z; a3 = z; b0 = z; b1 = z; b2 = z; b3 = z; }
+            else {
+                a0 = FloatVector.fromArray(FS, y, yA + e); a1 = FloatVector.fromArray(FS, y, yA + e + LANES);
+                a2 = FloatVector.fromArray(FS, y, yA + e + 2 * LANES); a3 = FloatVector.fromArray(FS, y, yA + e + 3 * LANES);
+                b0 = FloatVector.fromArray(FS, y, yB + e); b1 = FloatVector.fromArray(FS, y, yB + e + LANES);
+                b2 = FloatVector.fromArray(FS, y, yB + e + 2 * LANES); b3 = FloatVector.fromArray(FS, y, yB + e + 3 * LANES);
+            }
+            for (int t = loA; t < top; t++) {
+                int xt = xo + t * EB;
+                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
+                a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
+                a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
+                a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
+                a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
+            }
+            for (int t = loB; t < top; t++) {
+                int xt = xo + t * EB;
+                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
+                b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
+                b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
+                b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
+                b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
+            }
+            for (int t = top, end = bot + 1; t < end; t++) {
+                int xt = xo + t * EB, st = t * ls + j;
+                FloatVector v0 = FloatVector.fromArray(FS, xp, xt), v1 = FloatVector.fromArray(FS, xp, xt + LANES),
+                        v2 = FloatVector.fromArray(FS, xp, xt + 2 * LANES), v3 = FloatVector.fromArray(FS, xp, xt + 3 * LANES);
+                FloatVector wa = FloatVector.broadcast(FS, sp[st]), wb = FloatVector.broadcast(FS, sp[st + 1]);
+                a0 = wa.fma(v0, a0); a1 = wa.fma(v1, a1); a2 = wa.fma(v2, a2); a3 = wa.fma(v3, a3);
+                b0 = wb.fma(v0, b0); b1 = wb.fma(v1, b1); b2 = wb.fma(v2, b2); b3 = wb.fma(v3, b3);
+            }
+            for (int t = bot + 1, end = hiA + 1; t < end; t++) {
+                int xt = xo + t * EB;
+                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
+                a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
+                a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
+                a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
+                a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
+            }
+            for (int t = bot + 1, end = hiB + 1; t < end; t++) {
+                int xt = xo + t * EB;
+                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
+                b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
+                b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
+                b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
+                b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
+            }
+            a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
+            b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
         }
-        if (e < hd) {
-            pqKey(sp, ls, xp, hd, j, loA, hiA, e, first, y, yA);
-            pqKey(sp, ls, xp, hd, j + 1, loB, hiB, e, first, y, yB);
-        }
+        pqKey(sp, ls, xp, rows, blocks, hd, j, loA, hiA, first, y, yA);
+        pqKey(sp, ls, xp, rows, blocks, hd, j + 1, loB, hiB, first, y, yB);
     }
 
-    /** One key's chains of one head for e in [e0, hd) over rows [lo, hi], from −0.0 ({@code first}) or continued from y. */
-    static void pqKey(float[] sp, int ls, float[] xp, int hd, int j, int lo, int hi, int e0, boolean first, float[] y, int yOff) {
+    /** One key's chains over one block of EB features (x's block at xp[xo + t·EB]), rows [lo, hi]; y at yOff. */
+    static void pqKeyBlock(float[] sp, int ls, float[] xp, int xo, int j, int lo, int hi, boolean first, float[] y, int yOff) {
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
-        int e = e0;
-        for (; e + LANES <= hd; e += LANES) {
-            FloatVector acc = first ? z : FloatVector.fromArray(FS, y, yOff + e);
-            for (int t = lo; t <= hi; t++) acc = FloatVector.broadcast(FS, sp[t * ls + j]).fma(FloatVector.fromArray(FS, xp, t * hd + e), acc);
-            acc.intoArray(y, yOff + e);
+        FloatVector a0, a1, a2, a3;
+        if (first) { a0 = z; a1 = z; a2 = z; a3 = z; }
+        else {
+            a0 = FloatVector.fromArray(FS, y, yOff); a1 = FloatVector.fromArray(FS, y, yOff + LANES);
+            a2 = FloatVector.fromArray(FS, y, yOff + 2 * LANES); a3 = FloatVector.fromArray(FS, y, yOff + 3 * LANES);
         }
-        for (; e < hd; e++) {
-            float acc = first ? -0.0f : y[yOff + e];
-            for (int t = lo; t <= hi; t++) acc = Math.fma(sp[t * ls + j], xp[t * hd + e], acc);
-            y[yOff + e] = acc;
+        for (int t = lo, end = hi + 1; t < end; t++) {
+            int xt = xo + t * EB;
+            FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
+            a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
+            a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
+            a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
+            a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
+        }
+        a0.intoArray(y, yOff); a1.intoArray(y, yOff + LANES); a2.intoArray(y, yOff + 2 * LANES); a3.intoArray(y, yOff + 3 * LANES);
+    }
+
+    /**
+     * One key's chains over the tail features e in [blocks·EB, hd) (x's tail at xp[blocks·rows·EB + t·w],
+     * w = hd − blocks·EB), rows [lo, hi], from −0.0 ({@code first}) or continued from y.
+     */
+    static void pqKey(float[] sp, int ls, float[] xp, int rows, int blocks, int hd, int j, int lo, int hi, boolean first,
+                      float[] y, int yOff) {
+        int e0 = blocks * EB, w = hd - e0, xo = blocks * rows * EB;
+        FloatVector z = FloatVector.broadcast(FS, -0.0f);
+        int e = 0;
+        for (; e + LANES <= w; e += LANES) {
+            FloatVector acc = first ? z : FloatVector.fromArray(FS, y, yOff + e0 + e);
+            for (int t = lo, end = hi + 1; t < end; t++)
+                acc = FloatVector.broadcast(FS, sp[t * ls + j]).fma(FloatVector.fromArray(FS, xp, xo + t * w + e), acc);
+            acc.intoArray(y, yOff + e0 + e);
+        }
+        for (; e < w; e++) {
+            float acc = first ? -0.0f : y[yOff + e0 + e];
+            for (int t = lo, end = hi + 1; t < end; t++) acc = Math.fma(sp[t * ls + j], xp[xo + t * w + e], acc);
+            y[yOff + e0 + e] = acc;
         }
     }
 }
