@@ -23,10 +23,10 @@ final class AttentionProducts {
     private static final int KB = 2 * LANES;
 
     /**
-     * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK [1] = x's kv head; PQ [0] = one
-     * head's s, [1] = its x. Copies are contiguous, in blocks of a constant width (C2 drops the range
-     * checks of an index j·constant + offset, not of j·stride), s rows an odd number of vectors apart:
-     * walking a head in place (rows H·hd or l floats apart, often 512 bytes) kept only a few L1 sets busy.
+     * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head. Copies
+     * are contiguous, in blocks of a constant width: C2 drops the range checks of an index
+     * j·constant + offset, not of j·stride, and walking a head in place (rows H·hd floats apart,
+     * often 512 bytes) kept only a few L1 sets busy.
      */
     private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][0]);
 
@@ -254,12 +254,12 @@ final class AttentionProducts {
 
     /**
      * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
-     * attends. Per (batch, kv head): one head at a time (its s and x copied contiguous), every key's
+     * attends. Per (batch, kv head): one head at a time (its x copied in blocks), every key's
      * chains continued through y from the previous head (stored and reloaded unchanged).
      */
     static void pq(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int xStride = h * hd, yStride = kv * hd, ls = oddStride(l);
+        int xStride = h * hd, yStride = kv * hd;
         // The rows attending key j form [tLo[j], tHi[j]]: hi(t) and lo(t) are nondecreasing in t.
         int[] tLo = new int[l], tHi = new int[l];
         for (int j = 0, a = 0, b = -1; j < l; j++) {
@@ -272,22 +272,21 @@ final class AttentionProducts {
         Parallel.forEach(g.batch() * kv, cost, bc -> {
             int bt = bc / kv, c = bc % kv, yBase = bt * l * yStride + c * hd;
             int blocks = hd / EB;
-            float[][] sc = scratch(rows * ls, rows * hd);
-            float[] sp = sc[0], xp = sc[1];                         // one head's s [rows][ls]; its x [block][rows][EB], then [rows][tail]
+            float[] xp = scratch(0, rows * hd)[1];              // one head's x: [block][rows][EB], then [rows][tail]
             for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
                 boolean first = hh == c * grp;
+                int col = (bt * h + hh) * rows * l;             // s read in place: a copy cost more than its strided reads (T = 256)
                 for (int t = 0; t < rows; t++) {
-                    System.arraycopy(s, ((bt * h + hh) * rows + t) * l, sp, t * ls, l);
                     int xo = (bt * rows + t) * xStride + hh * hd;
                     for (int eb = 0; eb < blocks; eb++) System.arraycopy(x, xo + eb * EB, xp, (eb * rows + t) * EB, EB);
                     if (blocks * EB < hd) System.arraycopy(x, xo + blocks * EB, xp, blocks * rows * EB + t * (hd - blocks * EB), hd - blocks * EB);
                 }
                 int j = 0;
                 for (; j + 1 < l; j += 2)
-                    pqPair(sp, ls, xp, rows, blocks, hd, j, tLo[j], tHi[j], tLo[j + 1], tHi[j + 1], first, y, yBase + j * yStride, yBase + (j + 1) * yStride);
+                    pqPair(s, l, xp, rows, blocks, hd, col + j, tLo[j], tHi[j], tLo[j + 1], tHi[j + 1], first, y, yBase + j * yStride, yBase + (j + 1) * yStride);
                 if (j < l) {
-                    for (int eb = 0; eb < blocks; eb++) pqKeyBlock(sp, ls, xp, eb * rows * EB, j, tLo[j], tHi[j], first, y, yBase + j * yStride + eb * EB);
-                    pqKey(sp, ls, xp, rows, blocks, hd, j, tLo[j], tHi[j], first, y, yBase + j * yStride);
+                    for (int eb = 0; eb < blocks; eb++) pqKeyBlock(s, l, xp, eb * rows * EB, col + j, tLo[j], tHi[j], first, y, yBase + j * yStride + eb * EB);
+                    pqKey(s, l, xp, rows, blocks, hd, col + j, tLo[j], tHi[j], first, y, yBase + j * yStride);
                 }
             }
             for (int j = 0; j < l; j++)                                 // no term: +0.0, not the chain's −0.0
