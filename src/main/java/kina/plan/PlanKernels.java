@@ -611,7 +611,7 @@ final class PlanKernels {
             float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
             boolean any = hasSink;
             if (cap > 0 || g.hd() == 0) {
-                for (int j = pOff + lo; j <= pOff + hi; j++) {
+                for (int j = pOff + lo, jEnd = pOff + hi + 1; j < jEnd; j++) {
                     float u = (g.hd() > 0 ? p[j] : 0f) * alpha;
                     float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
                     p[j] = sc;
@@ -643,7 +643,7 @@ final class PlanKernels {
                 if (his[i] < los[i]) continue;
                 int pOff = i * ps;
                 float z = zs[i];
-                for (int j = pOff + los[i] + 1; j <= pOff + his[i]; j++) z = z + p[j];   // Z: a sequential fold in increasing j
+                for (int j = pOff + los[i] + 1, jEnd = pOff + his[i] + 1; j < jEnd; j++) z = z + p[j];   // Z: a sequential fold in increasing j
                 zs[i] = z;
             }
         }
@@ -673,11 +673,11 @@ final class PlanKernels {
         if (top > bot) return false;
         for (int i = 0; i < RB; i++) {                 // each row alone up to the shared start
             float zi = z[i];
-            for (int j = i * ps + lo[i] + 1; j <= i * ps + top; j++) zi = zi + p[j];
+            for (int j = i * ps + lo[i] + 1, jEnd = i * ps + top + 1; j < jEnd; j++) zi = zi + p[j];
             z[i] = zi;
         }
         float z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
-        for (int j = top + 1; j <= bot; j++) {
+        for (int j = top + 1, jEnd = bot + 1; j < jEnd; j++) {
             z0 = z0 + p[j];
             z1 = z1 + p[ps + j];
             z2 = z2 + p[2 * ps + j];
@@ -686,7 +686,7 @@ final class PlanKernels {
         z[0] = z0; z[1] = z1; z[2] = z2; z[3] = z3;
         for (int i = 0; i < RB; i++) {                 // each row alone past the shared end
             float zi = z[i];
-            for (int j = i * ps + bot + 1; j <= i * ps + hi[i]; j++) zi = zi + p[j];
+            for (int j = i * ps + bot + 1, jEnd = i * ps + hi[i] + 1; j < jEnd; j++) zi = zi + p[j];
             z[i] = zi;
         }
         return true;
@@ -781,7 +781,7 @@ final class PlanKernels {
             v0 = vb + loB * vStride;
             FloatVector b0 = FloatVector.fromArray(FS, va, v0).mul(pb), b1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(pb),
                     b2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(pb), b3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(pb);
-            for (int j = loA + 1; j <= top; j++) {
+            for (int j = loA + 1, jEnd = top + 1; j < jEnd; j++) {
                 int vj = vb + j * vStride;
                 pa = p[pA + j];
                 a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
@@ -789,7 +789,7 @@ final class PlanKernels {
                 a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
                 a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
             }
-            for (int j = loB + 1; j <= top; j++) {
+            for (int j = loB + 1, jEnd = top + 1; j < jEnd; j++) {
                 int vj = vb + j * vStride;
                 pb = p[pB + j];
                 b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
@@ -797,7 +797,7 @@ final class PlanKernels {
                 b2 = b2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pb));
                 b3 = b3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pb));
             }
-            for (int j = top + 1; j <= bot; j++) {
+            for (int j = top + 1, jEnd = bot + 1; j < jEnd; j++) {
                 int vj = vb + j * vStride;
                 pa = p[pA + j];
                 pb = p[pB + j];
@@ -806,7 +806,7 @@ final class PlanKernels {
                 a0 = a0.add(w0.mul(pa)); a1 = a1.add(w1.mul(pa)); a2 = a2.add(w2.mul(pa)); a3 = a3.add(w3.mul(pa));
                 b0 = b0.add(w0.mul(pb)); b1 = b1.add(w1.mul(pb)); b2 = b2.add(w2.mul(pb)); b3 = b3.add(w3.mul(pb));
             }
-            for (int j = bot + 1; j <= hiA; j++) {
+            for (int j = bot + 1, jEnd = hiA + 1; j < jEnd; j++) {
                 int vj = vb + j * vStride;
                 pa = p[pA + j];
                 a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
@@ -814,7 +814,7 @@ final class PlanKernels {
                 a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
                 a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
             }
-            for (int j = bot + 1; j <= hiB; j++) {
+            for (int j = bot + 1, jEnd = hiB + 1; j < jEnd; j++) {
                 int vj = vb + j * vStride;
                 pb = p[pB + j];
                 b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
@@ -837,7 +837,7 @@ final class PlanKernels {
             float p0 = p[pOff + lo];
             FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(p0), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(p0),
                     a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(p0), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(p0);
-            for (int j = lo + 1; j <= hi; j++) {
+            for (int j = lo + 1, jEnd = hi + 1; j < jEnd; j++) {
                 int vj = kBase + j * vStride + e;
                 float pj = p[pOff + j];
                 a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pj));
@@ -852,12 +852,12 @@ final class PlanKernels {
         }
         for (; e + LANES <= hd; e += LANES) {
             FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[pOff + lo]);
-            for (int j = lo + 1; j <= hi; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[pOff + j]));
+            for (int j = lo + 1, jEnd = hi + 1; j < jEnd; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[pOff + j]));
             acc.intoArray(y, qOff + e);
         }
         for (; e < hd; e++) {
             float acc = p[pOff + lo] * va[kBase + lo * vStride + e];
-            for (int j = lo + 1; j <= hi; j++) acc = acc + p[pOff + j] * va[kBase + j * vStride + e];
+            for (int j = lo + 1, jEnd = hi + 1; j < jEnd; j++) acc = acc + p[pOff + j] * va[kBase + j * vStride + e];
             y[qOff + e] = acc;
         }
     }
