@@ -871,8 +871,8 @@ public final class Kernels {
     /**
      * The probabilities of one query row: p[j] for j in [0, L) (0 outside [lo, hi]) and returns the
      * sink share. Positions: hi = min(start + row, L − 1); lo = max(0, start + row − W + 1) with a
-     * window W, ⌊(start + row)/C⌋·C with a chunk C, else 0. Score of j: dot = Σ_e r(q_e·k_e)
-     * (sequential from e = 0), u = r(dot · α), s = r(C·r(tanh(r(u / C)))) with a softcap C, else u.
+     * window W, ⌊(start + row)/C⌋·C with a chunk C, else 0. Score of j: dot = Σ_e q_e·k_e, one fma
+     * chain from −0.0 in increasing e (as attention_qk; 0 when hd = 0), u = r(dot · α), s = r(C·r(tanh(r(u / C)))) with a softcap C, else u.
      * m = Math.max over (sink, s_lo, …, s_hi); e_j = r(exp(r(s_j − m))); Z = e_σ (with a sink),
      * then Z = r(Z + e_j) in increasing j; p_j = r(e_j / Z), p_σ = r(e_σ / Z). No position and no
      * sink: every p and p_σ are +0.0.
@@ -888,11 +888,10 @@ public final class Kernels {
         boolean any = hasSink;
         for (long j = lo; j <= hi; j++) {
             int kOff = kBase + (int) j * kStride;
-            double dot = 0;
-            for (int e = 0; e < hd; e++) {
-                double pr = round(d, q[qOff + e] * k[kOff + e]);
-                dot = e == 0 ? pr : round(d, dot + pr);
-            }
+            boolean f32 = d == DType.F32;
+            double dot = -0.0;                                  // one fma chain, as attention_qk; none (hd = 0): 0
+            for (int e = 0; e < hd; e++) dot = fma(f32, q[qOff + e], k[kOff + e], dot);
+            if (hd == 0) dot = 0;
             double u = round(d, dot * alpha);
             double sc = cap > 0 ? round(d, cap * round(d, StrictMath.tanh(round(d, u / cap)))) : u;
             p[(int) j] = sc;
@@ -932,8 +931,8 @@ public final class Kernels {
     /**
      * {@code q.attention(k, v, sinks, opts)}: q σ++[T, H·hd], k, v σ++[L, KV·hd], sinks [H] or null.
      * Query head h reads kv head h / (H/KV). Per row and head, p as {@link #probsRow}; then
-     * out_e = Σ_j p_j v_{j,e} over the attended positions in increasing j (first term r(p·v), then
-     * r(acc + r(p·v))). A row with no attended position outputs +0.0.
+     * out_e = Σ_j p_j v_{j,e} over the attended positions, one fma chain from −0.0 in increasing j
+     * (as attention_pk). A row with no attended position outputs +0.0.
      */
     public static Tensor attention(Tensor q, Tensor k, Tensor v, Tensor sinks, Instr.AttnOpts o) {
         int[] dims = attentionDims("attention", q, k, v, sinks, o);
@@ -947,16 +946,15 @@ public final class Kernels {
                     int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / g) * hd;
                     probsRow(d, qa, qOff, ka, kBase, kv * hd, hd, l, row, o, alpha, cap,
                             sinks == null ? 0 : sinks.floats()[hh], sinks != null, p);
-                    boolean first = true;
+                    boolean any = false;                        // out: one fma chain per e from −0.0, as attention_pk
+                    Arrays.fill(y, qOff, qOff + hd, -0.0);
                     for (int j = 0; j < l; j++) {
                         if (!attended(o, row, j, l)) continue;
                         int vOff = kBase + j * kv * hd;
-                        for (int e = 0; e < hd; e++) {
-                            double pr = round(d, p[j] * va[vOff + e]);
-                            y[qOff + e] = first ? pr : round(d, y[qOff + e] + pr);
-                        }
-                        first = false;
+                        for (int e = 0; e < hd; e++) y[qOff + e] = fma(d == DType.F32, p[j], va[vOff + e], y[qOff + e]);
+                        any = true;
                     }
+                    if (!any) Arrays.fill(y, qOff, qOff + hd, 0.0);
                 }
         return make(q.type(), y);
     }

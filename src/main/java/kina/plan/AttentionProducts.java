@@ -18,9 +18,9 @@ final class AttentionProducts {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final int LANES = FS.length();
     /** Output elements per block of {@link #pkPair} / {@link #pqPair}: four vectors. */
-    private static final int EB = 4 * LANES;
+    static final int EB = 4 * LANES;
     /** Keys per block of {@link #dots4}: two vectors. */
-    private static final int KB = 2 * LANES;
+    static final int KB = 2 * LANES;
 
     /**
      * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head. Copies

@@ -447,103 +447,22 @@ final class PlanKernels {
     private static final int RB = 4;
 
     /**
-     * Per-thread scratch of the attention kernels: [0] = RB probability rows, {@code pStride} apart;
-     * [1] = kᵀ of one head (hd rows, {@code kStride} apart). Both strides leave room for whole vectors.
+     * Per-thread scratch of the attention kernels: [0] = RB probability rows, {@link #probStride} apart;
+     * [1] = kᵀ of one head in blocks of keys ({@link AttentionProducts#transposeKeys}); [2] = v of one
+     * head in blocks of features (as {@link AttentionProducts#pk} lays out x).
      */
-    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][0]);
+    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[3][0]);
 
-    /** The kᵀ row stride for l keys: l rounded up to whole vectors. */
-    static int keyStride(int l) { return (l + LANES - 1) / LANES * LANES; }
-
-    /** The probability row stride: one more vector than the keys', for vector passes starting at an unaligned lo. */
-    static int probStride(int l) { return keyStride(l) + LANES; }
+    /** The probability row stride for l keys: room for the dot products' whole blocks of keys and the softmax's whole vectors past hi. */
+    static int probStride(int l) { return (l + LANES - 1) / LANES * LANES + AttentionProducts.KB; }
 
     private static float[][] scratch(int l, int hd) {
         float[][] sc = SCRATCH.get();
+        int kt = (l + AttentionProducts.KB - 1) / AttentionProducts.KB * hd * AttentionProducts.KB, vp = hd / AttentionProducts.EB * l * AttentionProducts.EB;
         if (sc[0].length < RB * probStride(l)) sc[0] = new float[RB * probStride(l)];
-        if (sc[1].length < hd * keyStride(l)) sc[1] = new float[hd * keyStride(l)];
+        if (sc[1].length < kt) sc[1] = new float[kt];
+        if (sc[2].length < vp) sc[2] = new float[vp];
         return sc;
-    }
-
-    /** kt[e·ks + j] = k[kBase + j·kStride + e]: one head's keys transposed, j in [0, l). */
-    static void transposeKeys(float[] k, int kBase, int kStride, int l, int hd, float[] kt, int ks) {
-        for (int j = 0; j < l; j++) {
-            int kOff = kBase + j * kStride;
-            for (int e = 0; e < hd; e++) kt[e * ks + j] = k[kOff + e];
-        }
-    }
-
-    /**
-     * The dot products of RB query rows (row i at {@code qOff + i·qStride}) with the keys of whole
-     * vectors from j0 (a multiple of LANES) past j1: p[i·ps + j] = q_i[0]·k_j[0], then + q_i[e]·k_j[e]
-     * in increasing e (lanewise mul and add, each lane one key's chain). Lanes past the last key hold
-     * whatever kt's padding gives: callers ignore them. Each kt vector loaded serves RB rows.
-     */
-    static void dots4(float[] q, int qOff, int qStride, float[] kt, int ks, int hd, int j0, int j1, float[] p, int ps) {
-        int q0 = qOff, q1 = q0 + qStride, q2 = q1 + qStride, q3 = q2 + qStride;
-        int j = j0;
-        for (; j + LANES < j1; j += 2 * LANES) {
-            FloatVector k0 = FloatVector.fromArray(FS, kt, j), k1 = FloatVector.fromArray(FS, kt, j + LANES);
-            float a = q[q0], b = q[q1], c = q[q2], d = q[q3];
-            FloatVector a0 = k0.mul(a), a1 = k1.mul(a), b0 = k0.mul(b), b1 = k1.mul(b);
-            FloatVector c0 = k0.mul(c), c1 = k1.mul(c), d0 = k0.mul(d), d1 = k1.mul(d);
-            for (int e = 1; e < hd; e++) {
-                int r = e * ks + j;
-                k0 = FloatVector.fromArray(FS, kt, r);
-                k1 = FloatVector.fromArray(FS, kt, r + LANES);
-                a = q[q0 + e]; b = q[q1 + e]; c = q[q2 + e]; d = q[q3 + e];
-                a0 = a0.add(k0.mul(a)); a1 = a1.add(k1.mul(a));
-                b0 = b0.add(k0.mul(b)); b1 = b1.add(k1.mul(b));
-                c0 = c0.add(k0.mul(c)); c1 = c1.add(k1.mul(c));
-                d0 = d0.add(k0.mul(d)); d1 = d1.add(k1.mul(d));
-            }
-            a0.intoArray(p, j); a1.intoArray(p, j + LANES);
-            b0.intoArray(p, ps + j); b1.intoArray(p, ps + j + LANES);
-            c0.intoArray(p, 2 * ps + j); c1.intoArray(p, 2 * ps + j + LANES);
-            d0.intoArray(p, 3 * ps + j); d1.intoArray(p, 3 * ps + j + LANES);
-        }
-        if (j < j1) {
-            FloatVector k0 = FloatVector.fromArray(FS, kt, j);
-            FloatVector a0 = k0.mul(q[q0]), b0 = k0.mul(q[q1]), c0 = k0.mul(q[q2]), d0 = k0.mul(q[q3]);
-            for (int e = 1; e < hd; e++) {
-                k0 = FloatVector.fromArray(FS, kt, e * ks + j);
-                a0 = a0.add(k0.mul(q[q0 + e]));
-                b0 = b0.add(k0.mul(q[q1 + e]));
-                c0 = c0.add(k0.mul(q[q2 + e]));
-                d0 = d0.add(k0.mul(q[q3 + e]));
-            }
-            a0.intoArray(p, j);
-            b0.intoArray(p, ps + j);
-            c0.intoArray(p, 2 * ps + j);
-            d0.intoArray(p, 3 * ps + j);
-        }
-    }
-
-    /** {@link #dots4} for one query row: four key vectors side by side, then one. */
-    static void dots1(float[] q, int qOff, float[] kt, int ks, int hd, int j0, int j1, float[] p, int pOff) {
-        int j = j0;
-        for (; j + 3 * LANES < j1; j += 4 * LANES) {
-            float q0 = q[qOff];
-            FloatVector a0 = FloatVector.fromArray(FS, kt, j).mul(q0), a1 = FloatVector.fromArray(FS, kt, j + LANES).mul(q0),
-                    a2 = FloatVector.fromArray(FS, kt, j + 2 * LANES).mul(q0), a3 = FloatVector.fromArray(FS, kt, j + 3 * LANES).mul(q0);
-            for (int e = 1; e < hd; e++) {
-                float qe = q[qOff + e];
-                int r = e * ks + j;
-                a0 = a0.add(FloatVector.fromArray(FS, kt, r).mul(qe));
-                a1 = a1.add(FloatVector.fromArray(FS, kt, r + LANES).mul(qe));
-                a2 = a2.add(FloatVector.fromArray(FS, kt, r + 2 * LANES).mul(qe));
-                a3 = a3.add(FloatVector.fromArray(FS, kt, r + 3 * LANES).mul(qe));
-            }
-            a0.intoArray(p, pOff + j);
-            a1.intoArray(p, pOff + j + LANES);
-            a2.intoArray(p, pOff + j + 2 * LANES);
-            a3.intoArray(p, pOff + j + 3 * LANES);
-        }
-        for (; j < j1; j += LANES) {
-            FloatVector acc = FloatVector.fromArray(FS, kt, j).mul(q[qOff]);
-            for (int e = 1; e < hd; e++) acc = acc.add(FloatVector.fromArray(FS, kt, e * ks + j).mul(q[qOff + e]));
-            acc.intoArray(p, pOff + j);
-        }
     }
 
     /** p[from + i] = p[from + i] · s for whole vectors covering [from, from + n) (lanes past n: scratch). */
@@ -698,7 +617,7 @@ final class PlanKernels {
      * los / his: as Kernels.probsRow. The dot products of RB rows run in one pass over the union
      * of their key ranges.
      */
-    static void probsBlock(Attn g, float[] qa, float[] kt, int ks, int bt, int hh, int r0, int nr, float[] sinks,
+    static void probsBlock(Attn g, float[] qa, float[] kt, int bt, int hh, int r0, int nr, float[] sinks,
                            float[] p, int ps, float[] share, int[] los, int[] his, float[] zs) {
         int rows = g.rows(), hd = g.hd(), h = g.heads(), qStride = h * hd;
         int qOff = (bt * rows + r0) * qStride + hh * hd;
@@ -710,40 +629,44 @@ final class PlanKernels {
             if (rl <= rh) { lo = Math.min(lo, rl); hi = Math.max(hi, rh); }
         }
         if (hd > 0 && hi >= 0) {
-            int j0 = (int) lo / LANES * LANES;
-            if (nr == RB) dots4(qa, qOff, qStride, kt, ks, hd, j0, hi + 1, p, ps);
-            else for (int i = 0; i < nr; i++) dots1(qa, qOff + i * qStride, kt, ks, hd, j0, hi + 1, p, i * ps);
+            if (nr == RB) AttentionProducts.dots4(qa, qOff, qStride, kt, hd, (int) lo / AttentionProducts.KB * AttentionProducts.KB, hi + 1, p, ps);
+            else for (int i = 0; i < nr; i++)
+                AttentionProducts.dots1(qa, qOff + i * qStride, kt, hd, (int) lo / LANES * LANES, hi + 1, p, i * ps);
         }
         finishRows(g, r0, nr, p, ps, sinks == null ? 0f : sinks[hh], sinks != null, share, los, his, zs);
     }
 
     /**
-     * As Kernels.attention: per (batch, head) in parallel, rows in order; out[e] = p[lo]·v[lo, e],
-     * then + p[j]·v[j, e] for j = lo + 1 … hi (lanes over e). With {@code probs} / {@code shares}
+     * As Kernels.attention: per (batch, head) in parallel, rows in order; the scores' dot products
+     * and out[e] = Σ_j p[j]·v[j, e] are AttentionProduct's QK and PK chains (fma from −0.0, lanes
+     * over keys, then over e; {@link AttentionProducts}). With {@code probs} / {@code shares}
      * non-null it also writes what Kernels.attentionProbs would (σ++[H, rows, l] probabilities /
      * σ++[H, rows, 1] sink shares): the rows it computes anyway. {@code y} may be null (probabilities only).
      */
     static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] probs, float[] shares) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int vStride = kv * hd, ks = keyStride(l), ps = probStride(l);
+        int vStride = kv * hd, ps = probStride(l), blocks = hd / AttentionProducts.EB, eb_ = AttentionProducts.EB;
         long cost = (long) g.batch() * h * rows * l * hd * (y == null ? 1 : 2);
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
             float[][] sc = scratch(l, hd);
-            float[] p = sc[0], kt = sc[1], share = new float[RB], zs = new float[RB];
+            float[] p = sc[0], kt = sc[1], vp = sc[2], share = new float[RB], zs = new float[RB];
             int[] los = new int[RB], his = new int[RB];
             int kBase = bt * l * kv * hd + (hh / grp) * hd, qStride = h * hd;
-            transposeKeys(ka, kBase, vStride, l, hd, kt, ks);
+            AttentionProducts.transposeKeys(ka, kBase, vStride, l, hd, kt);
+            if (y != null)                             // v's head in blocks of EB features, [block][l][EB]
+                for (int b = 0; b < blocks; b++)
+                    for (int j = 0; j < l; j++) System.arraycopy(va, kBase + j * vStride + b * eb_, vp, (b * l + j) * eb_, eb_);
             for (int r0 = 0; r0 < rows; r0 += RB) {
                 int nr = Math.min(RB, rows - r0);
-                probsBlock(g, qa, kt, ks, bt, hh, r0, nr, sinks, p, ps, share, los, his, zs);
+                probsBlock(g, qa, kt, bt, hh, r0, nr, sinks, p, ps, share, los, his, zs);
                 if (y != null) {
                     for (int i = 0; i < nr; i++) los[i] = (int) Math.min(g.lo(r0 + i), (long) l);
                     for (int i = 0; i < nr; i++) his[i] = g.hi(r0 + i);
                     int qOff = (bt * rows + r0) * qStride + hh * hd, i = 0;
-                    for (; i + 1 < nr; i += 2) pvPair(p, i * ps, (i + 1) * ps, los[i], his[i], los[i + 1], his[i + 1], va, kBase,
-                            vStride, hd, y, qOff + i * qStride, qOff + (i + 1) * qStride);
-                    for (; i < nr; i++) pvRow(p, i * ps, los[i], his[i], va, kBase, vStride, hd, 0, y, qOff + i * qStride);
+                    for (; i + 1 < nr; i += 2) AttentionProducts.pkPair(p, i * ps, (i + 1) * ps, los[i], his[i], los[i + 1], his[i + 1],
+                            vp, l, blocks, va, kBase, vStride, hd, y, qOff + i * qStride, qOff + (i + 1) * qStride);
+                    for (; i < nr; i++) AttentionProducts.pkRow(p, i * ps, los[i], his[i], va, kBase, vStride, hd, 0, y, qOff + i * qStride);
                 }
                 for (int i = 0; i < nr; i++) {
                     int pr = (bt * h + hh) * rows + r0 + i;
@@ -752,114 +675,6 @@ final class PlanKernels {
                 }
             }
         });
-    }
-
-    /**
-     * Two rows of {@link #pvRow} (p rows at pA and pB, outputs at yA and yB) in one pass over v
-     * where their ranges meet: eight chains side by side, each row's chain in increasing j as ever;
-     * rows whose ranges do not meet go one by one.
-     */
-    static void pvPair(float[] p, int pA, int pB, int loA, int hiA, int loB, int hiB, float[] va, int kBase, int vStride, int hd,
-                       float[] y, int yA, int yB) {
-        int top = Math.max(loA, loB), bot = Math.min(hiA, hiB), e = 0;
-        if (loA <= hiA && loB <= hiB && top <= bot) e = pvPairBlocks(p, pA, pB, loA, hiA, loB, hiB, top, bot, va, kBase, vStride, hd, y, yA, yB);
-        if (e < hd) {
-            pvRow(p, pA, loA, hiA, va, kBase, vStride, hd, e, y, yA);
-            pvRow(p, pB, loB, hiB, va, kBase, vStride, hd, e, y, yB);
-        }
-    }
-
-    /** {@link #pvPair}'s blocks of 4·LANES output elements; returns where they end. Needs loA, loB ≤ top ≤ bot ≤ hiA, hiB. */
-    static int pvPairBlocks(float[] p, int pA, int pB, int loA, int hiA, int loB, int hiB, int top, int bot, float[] va,
-                            int kBase, int vStride, int hd, float[] y, int yA, int yB) {
-        int e = 0;
-        for (; e + 4 * LANES <= hd; e += 4 * LANES) {
-            int vb = kBase + e, v0 = vb + loA * vStride;
-            float pa = p[pA + loA], pb = p[pB + loB];
-            FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(pa), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(pa),
-                    a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(pa), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(pa);
-            v0 = vb + loB * vStride;
-            FloatVector b0 = FloatVector.fromArray(FS, va, v0).mul(pb), b1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(pb),
-                    b2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(pb), b3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(pb);
-            for (int j = loA + 1, jEnd = top + 1; j < jEnd; j++) {
-                int vj = vb + j * vStride;
-                pa = p[pA + j];
-                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
-                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pa));
-                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
-                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
-            }
-            for (int j = loB + 1, jEnd = top + 1; j < jEnd; j++) {
-                int vj = vb + j * vStride;
-                pb = p[pB + j];
-                b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
-                b1 = b1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pb));
-                b2 = b2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pb));
-                b3 = b3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pb));
-            }
-            for (int j = top + 1, jEnd = bot + 1; j < jEnd; j++) {
-                int vj = vb + j * vStride;
-                pa = p[pA + j];
-                pb = p[pB + j];
-                FloatVector w0 = FloatVector.fromArray(FS, va, vj), w1 = FloatVector.fromArray(FS, va, vj + LANES),
-                        w2 = FloatVector.fromArray(FS, va, vj + 2 * LANES), w3 = FloatVector.fromArray(FS, va, vj + 3 * LANES);
-                a0 = a0.add(w0.mul(pa)); a1 = a1.add(w1.mul(pa)); a2 = a2.add(w2.mul(pa)); a3 = a3.add(w3.mul(pa));
-                b0 = b0.add(w0.mul(pb)); b1 = b1.add(w1.mul(pb)); b2 = b2.add(w2.mul(pb)); b3 = b3.add(w3.mul(pb));
-            }
-            for (int j = bot + 1, jEnd = hiA + 1; j < jEnd; j++) {
-                int vj = vb + j * vStride;
-                pa = p[pA + j];
-                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pa));
-                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pa));
-                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pa));
-                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pa));
-            }
-            for (int j = bot + 1, jEnd = hiB + 1; j < jEnd; j++) {
-                int vj = vb + j * vStride;
-                pb = p[pB + j];
-                b0 = b0.add(FloatVector.fromArray(FS, va, vj).mul(pb));
-                b1 = b1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pb));
-                b2 = b2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pb));
-                b3 = b3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pb));
-            }
-            a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
-            b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
-        }
-        return e;
-    }
-
-    /** y[qOff + e] = p[lo]·v[lo, e], then + p[j]·v[j, e] for j = lo + 1 … hi, e in [e0, hd) (lanes over e; p[j] at p[pOff + j]); +0.0 when lo > hi. */
-    static void pvRow(float[] p, int pOff, int lo, int hi, float[] va, int kBase, int vStride, int hd, int e0, float[] y, int qOff) {
-        if (lo > hi) { Arrays.fill(y, qOff + e0, qOff + hd, 0f); return; }
-        int e = e0;
-        for (; e + 4 * LANES <= hd; e += 4 * LANES) {  // four independent chains at once
-            int v0 = kBase + lo * vStride + e;
-            float p0 = p[pOff + lo];
-            FloatVector a0 = FloatVector.fromArray(FS, va, v0).mul(p0), a1 = FloatVector.fromArray(FS, va, v0 + LANES).mul(p0),
-                    a2 = FloatVector.fromArray(FS, va, v0 + 2 * LANES).mul(p0), a3 = FloatVector.fromArray(FS, va, v0 + 3 * LANES).mul(p0);
-            for (int j = lo + 1, jEnd = hi + 1; j < jEnd; j++) {
-                int vj = kBase + j * vStride + e;
-                float pj = p[pOff + j];
-                a0 = a0.add(FloatVector.fromArray(FS, va, vj).mul(pj));
-                a1 = a1.add(FloatVector.fromArray(FS, va, vj + LANES).mul(pj));
-                a2 = a2.add(FloatVector.fromArray(FS, va, vj + 2 * LANES).mul(pj));
-                a3 = a3.add(FloatVector.fromArray(FS, va, vj + 3 * LANES).mul(pj));
-            }
-            a0.intoArray(y, qOff + e);
-            a1.intoArray(y, qOff + e + LANES);
-            a2.intoArray(y, qOff + e + 2 * LANES);
-            a3.intoArray(y, qOff + e + 3 * LANES);
-        }
-        for (; e + LANES <= hd; e += LANES) {
-            FloatVector acc = FloatVector.fromArray(FS, va, kBase + lo * vStride + e).mul(p[pOff + lo]);
-            for (int j = lo + 1, jEnd = hi + 1; j < jEnd; j++) acc = acc.add(FloatVector.fromArray(FS, va, kBase + j * vStride + e).mul(p[pOff + j]));
-            acc.intoArray(y, qOff + e);
-        }
-        for (; e < hd; e++) {
-            float acc = p[pOff + lo] * va[kBase + lo * vStride + e];
-            for (int j = lo + 1, jEnd = hi + 1; j < jEnd; j++) acc = acc + p[pOff + j] * va[kBase + j * vStride + e];
-            y[qOff + e] = acc;
-        }
     }
 
     /** As Kernels.attentionProbs: σ++[H, rows, l] probabilities, or σ++[H, rows, 1] sink shares. */
