@@ -70,8 +70,12 @@ public final class Vjp {
                     "piecewise constant: a comparison is a step function of its operands"));
             case Select(var m, _, _) -> partial(java.util.Arrays.asList(null,
                     o.select(p.of(m), g, zeros(o, g)), o.select(p.of(m), zeros(o, g), g)), Set.of());
-            case Swiglu(var gate, var up) -> flow(                          // silu(gate) ⊙ up
-                    o.mul(o.mul(g, p.of(up)), siluSlope(o, p.of(gate))), o.mul(g, o.silu(p.of(gate))));
+            case Swiglu(var gate, var up) -> {                              // silu(gate) ⊙ up
+                // silu(x) = r(x·σ(x)) bit for bit, so the slope's x·σ(x) serves as silu(gate): one σ pass, not two
+                T x = p.of(gate), s = o.sigmoid(x), xs = o.mul(x, s);
+                T slope = o.add(s, o.mul(xs, o.sub(ones(o, x), s)));
+                yield flow(o.mul(o.mul(g, p.of(up)), slope), o.mul(g, xs));
+            }
             // contraction (§14 §5): g_a = g @ bᵀ, g_b = aᵀ @ g with transpose_last_two
             case Matmul(var a, var b) -> {
                 Perm t = Perm.lastTwo(p.type(a).rank());

@@ -121,7 +121,9 @@ class FusionTest {
                         + " (%d steps in fused passes), arena %,d bytes (peak live %,d)%n", config, plain.steps(),
                 plain.arenaBytes(), plain.peakLiveBytes(), fused.steps(), fused.fusedSteps(), fused.arenaBytes(), fused.peakLiveBytes());
         assertThat(fused.steps()).isLessThan(plain.steps() / 2);
-        assertThat(fused.peakLiveBytes()).isLessThan(plain.peakLiveBytes());
+        // never above the unfused plan's (small: equal since swiglu's backward shares x·σ(x) between
+        // its two cotangents, so that product is a buffer, not a register of a pass)
+        assertThat(fused.peakLiveBytes()).isLessThanOrEqualTo(plain.peakLiveBytes());
         assertThat(fused.arenaBytes()).isLessThan(plain.arenaBytes() * 11 / 10);    // best fit: layouts vary a little
         assertThat(fused.nativeKinds()).containsEntry("fused:F32", true);
     }
