@@ -7,7 +7,10 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
-/** The pool: every chunk runs once, on any number of threads, nested calls included; failures reach the caller. */
+/**
+ * The pool: every chunk runs once, on any number of threads, nested calls and callers on several
+ * threads at once included; failures reach the caller; a call returns only when its chunks are done.
+ */
 class ParallelTest {
     @AfterAll static void restoreThreads() { Parallel.setThreads(Runtime.getRuntime().availableProcessors()); }
 
@@ -37,5 +40,32 @@ class ParallelTest {
         AtomicIntegerArray runs = new AtomicIntegerArray(10);           // the pool still works afterwards
         Parallel.forEach(10, 1L << 30, runs::incrementAndGet);
         for (int c = 0; c < 10; c++) assertThat(runs.get(c)).isEqualTo(1);
+    }
+
+    @Test void callersOnSeveralThreadsAtOnceEachGetEveryChunkOnce() throws Exception {
+        Parallel.setThreads(2);
+        int callers = 3, calls = 300, chunks = 37;
+        AtomicIntegerArray runs = new AtomicIntegerArray(callers * calls * chunks);
+        Thread[] ts = new Thread[callers];
+        for (int k = 0; k < callers; k++) {
+            int caller = k;
+            ts[k] = new Thread(() -> {                                 // one holds the pool, the others run inline
+                for (int call = 0; call < calls; call++) {
+                    int base = (caller * calls + call) * chunks;
+                    Parallel.forEach(chunks, 1L << 30, c -> {
+                        long until = System.nanoTime() + 2_000;      // a chunk that takes a while: a caller returning early would see it unfinished
+                        while (System.nanoTime() < until) Thread.onSpinWait();
+                        runs.incrementAndGet(base + c);
+                    });
+                    for (int c = 0; c < chunks; c++)                  // done when forEach returns, not later
+                        if (runs.get(base + c) != 1) throw new AssertionError("caller " + caller + " call " + call + " chunk " + c);
+                }
+            });
+        }
+        java.util.List<Throwable> failures = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        for (Thread t : ts) { t.setUncaughtExceptionHandler((th, e) -> failures.add(e)); t.start(); }
+        for (Thread t : ts) t.join();
+        assertThat(failures).isEmpty();
+        for (int k = 0; k < runs.length(); k++) assertThat(runs.get(k)).isEqualTo(1);
     }
 }
