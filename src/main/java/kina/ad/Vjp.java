@@ -38,7 +38,10 @@ public final class Vjp {
             case Tanh _ -> flow(o.mul(g, o.sub(ones(o, y), o.mul(y, y))));   // g (1 − y²)
             case Sigmoid _ -> flow(o.mul(g, o.mul(y, o.sub(ones(o, y), y))));   // g y (1 − y)
             case Reciprocal _ -> flow(o.neg(o.mul(g, o.mul(y, y))));         // −g y²
-            case Silu(var x) -> flow(o.mul(g, siluSlope(o, p.of(x))));
+            case Silu(var x) -> {
+                T s = o.sigmoid(p.of(x));
+                yield flow(o.mul(g, siluSlope(o, s, o.mul(p.of(x), s))));
+            }
             case Gelu(var x) -> flow(o.mul(g, geluSlope(o, p.of(x))));
             case Relu(var x) -> p.type(x).dtype().floating()                 // g where x > 0, else +0.0
                     ? flow(o.select(o.greater(p.of(x), zeros(o, g)), g, zeros(o, g)))
@@ -73,8 +76,7 @@ public final class Vjp {
             case Swiglu(var gate, var up) -> {                              // silu(gate) ⊙ up
                 // silu(x) = r(x·σ(x)) bit for bit, so the slope's x·σ(x) serves as silu(gate): one σ pass, not two
                 T x = p.of(gate), s = o.sigmoid(x), xs = o.mul(x, s);
-                T slope = o.add(s, o.mul(xs, o.sub(ones(o, x), s)));
-                yield flow(o.mul(o.mul(g, p.of(up)), slope), o.mul(g, xs));
+                yield flow(o.mul(o.mul(g, p.of(up)), siluSlope(o, s, xs)), o.mul(g, xs));
             }
             // contraction (§14 §5): g_a = g @ bᵀ, g_b = aᵀ @ g with transpose_last_two
             case Matmul(var a, var b) -> {
@@ -140,10 +142,9 @@ public final class Vjp {
 
     private static <T> T constant(Ops<T> o, T like, double v) { return o.fill(o.type(like), v); }
 
-    /** d silu / dx = s + x s (1 − s), s = σ(x) (spec-notes §11.2 Silu). */
-    private static <T> T siluSlope(Ops<T> o, T x) {
-        T s = o.sigmoid(x);
-        return o.add(s, o.mul(o.mul(x, s), o.sub(ones(o, x), s)));
+    /** d silu / dx = s + x s (1 − s) from s = σ(x) and xs = x·s (spec-notes §11.2 Silu). */
+    private static <T> T siluSlope(Ops<T> o, T s, T xs) {
+        return o.add(s, o.mul(xs, o.sub(ones(o, s), s)));
     }
 
     /**

@@ -17,9 +17,10 @@ import kina.ir.TensorType;
  * <p>Bit discipline. {@code r(x)} is {@code (double) (float) x} for F32 and {@code x} for F64:
  * every floating operation's result is rounded with r, so F32 arithmetic is IEEE single precision
  * bit for bit. Transcendentals are {@link StrictMath} then r, except exp at F32, which is
- * {@link KinaMath#exp(float)} (the plan's vector kernels compute the same bits). Matmul is the one kernel with fused
- * multiply-add (one rounding per product-and-add, {@link Matmul}: exact in every JIT tier, faster
- * and more accurate); everywhere else a product is rounded, then added, and the sum rounded. The
+ * {@link KinaMath#exp(float)} (the plan's vector kernels compute the same bits). Matmul and
+ * attention's products (its scores and output, {@link #attentionProduct}) use fused multiply-add
+ * (one rounding per product-and-add, as {@link Matmul}: exact in every JIT tier, faster and more
+ * accurate); everywhere else a product is rounded, then added, and the sum rounded. The
  * compiled plan makes the same choice per kernel. Reductions run sequentially in increasing
  * index, starting from the first element (an empty reduction is +0.0). Each kernel states its
  * order in one comment.
@@ -881,9 +882,8 @@ public final class Kernels {
                                    int l, int row, Instr.AttnOpts o, double alpha, double cap, double sink,
                                    boolean hasSink, double[] p) {
         Arrays.fill(p, 0.0);
-        long last = (long) o.start() + row;
-        int hi = (int) Math.min(last, l - 1L);
-        long lo = o.window() > 0 ? Math.max(0, last - o.window() + 1) : o.chunk() > 0 ? last / o.chunk() * o.chunk() : 0;
+        int hi = o.hi(row, l);
+        long lo = o.lo(row);
         double m = hasSink ? sink : Double.NEGATIVE_INFINITY;
         boolean any = hasSink;
         for (long j = lo; j <= hi; j++) {
@@ -961,9 +961,7 @@ public final class Kernels {
 
     /** Whether query row {@code row} attends key position j (as {@link #probsRow}). */
     private static boolean attended(Instr.AttnOpts o, int row, int j, int l) {
-        long last = (long) o.start() + row;
-        long lo = o.window() > 0 ? Math.max(0, last - o.window() + 1) : o.chunk() > 0 ? last / o.chunk() * o.chunk() : 0;
-        return j >= lo && j <= Math.min(last, l - 1L);
+        return j >= o.lo(row) && j <= o.hi(row, l);
     }
 
     /**
@@ -1015,7 +1013,7 @@ public final class Kernels {
                 for (int bt = 0; bt < batch; bt++)
                     for (int hh = 0; hh < h; hh++)
                         for (int t = 0; t < rows; t++)
-                            for (int j = attendedLo(o, t); j <= attendedHi(o, t, l); j++) {
+                            for (int j = (int) o.lo(t), end = o.hi(t, l); j <= end; j++) {
                                 int ao = (bt * rows + t) * h * hd + hh * hd, bo = (bt * l + j) * kv * hd + (hh / g) * hd;
                                 double acc = f32 ? -0.0f : -0.0;
                                 for (int e = 0; e < hd; e++) acc = fma(f32, x[ao + e], w[bo + e], acc);
@@ -1037,7 +1035,7 @@ public final class Kernels {
                     for (int bt = 0; bt < batch; bt++)
                         for (int t = 0; t < rows; t++)
                             for (int hh = 0; hh < h; hh++) {
-                                int lo = attendedLo(o, t), hi = attendedHi(o, t, l), so = ((bt * h + hh) * rows + t) * l;
+                                int lo = (int) Math.min(o.lo(t), (long) l), hi = o.hi(t, l), so = ((bt * h + hh) * rows + t) * l;
                                 for (int e = 0; e < hd; e++) {
                                     double acc = f32 ? -0.0f : -0.0;
                                     for (int j = lo; j <= hi; j++) acc = fma(f32, x[so + j], w[(bt * l + j) * kv * hd + (hh / g) * hd + e], acc);
@@ -1069,17 +1067,6 @@ public final class Kernels {
     /** One fma step of a chain: in float when {@code f32} (operands are floats held in doubles). */
     private static double fma(boolean f32, double x, double y, double acc) {
         return f32 ? Math.fma((float) x, (float) y, (float) acc) : Math.fma(x, y, acc);
-    }
-
-    /** The first key position row {@code row} attends (as {@link #probsRow}); may exceed the last. */
-    static int attendedLo(Instr.AttnOpts o, int row) {
-        long last = (long) o.start() + row;
-        return (int) (o.window() > 0 ? Math.max(0, last - o.window() + 1) : o.chunk() > 0 ? last / o.chunk() * o.chunk() : 0);
-    }
-
-    /** The last key position row {@code row} attends among l: min(start + row, l − 1). */
-    static int attendedHi(Instr.AttnOpts o, int row, int l) {
-        return (int) Math.min((long) o.start() + row, l - 1L);
     }
 
     // ---- transformer vocabulary: rows -----------------------------------------------------------

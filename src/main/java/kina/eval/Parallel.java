@@ -22,7 +22,10 @@ import java.util.function.IntConsumer;
  * 2-vCPU benchmark machine, 80–100 µs while the host was busy). Nobody spins: on that machine a
  * spinning worker (200 µs before parking) or a spinning caller made 2-thread train steps slower
  * and their times wider when the host was busy, as a spinning thread can hold the very vCPU the
- * thread it waits for needs.
+ * thread it waits for needs. Why not an executor with the unstarted helpers cancelled: a
+ * FutureTask's cancel(false) also succeeds while it runs, so the caller could return before a
+ * helper's chunk is done (tried; PlanTest caught it at 2 threads). The {@code busy} count below is
+ * that missing "started" bit.
  */
 public final class Parallel {
     private static volatile Pool pool = new Pool(Runtime.getRuntime().availableProcessors());

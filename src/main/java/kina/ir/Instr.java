@@ -272,6 +272,18 @@ public sealed interface Instr extends Rhs {
     record AttnOpts(int heads, int kvHeads, double scale, double softcap, int window, int chunk, int start) {
         /** The score scale α for head width hd: {@code scale}, or 1/√hd when it is NaN (before rounding to the dtype). */
         public double alpha(long hd) { return Double.isNaN(scale) ? 1.0 / StrictMath.sqrt(hd) : scale; }
+
+        /** The first key position query row {@code row} attends ({@link Attention}'s lo); may exceed the last. */
+        public long lo(int row) { return lo(start, window, chunk, row); }
+
+        /** The last key position query row {@code row} attends among l keys: min(start + row, l − 1). */
+        public int hi(int row, int l) { return (int) Math.min((long) start + row, l - 1L); }
+
+        /** lo for the given start, window and chunk: the mask rule in one place (the plan's kernels share it). */
+        public static long lo(int start, int window, int chunk, int row) {
+            long last = (long) start + row;
+            return window > 0 ? Math.max(0, last - window + 1) : chunk > 0 ? last / chunk * chunk : 0;
+        }
     }
 
     /**

@@ -432,10 +432,7 @@ final class PlanKernels {
                 float alpha, float cap) {
         int groups() { return heads / kv; }
 
-        long lo(int row) {
-            long last = (long) start + row;
-            return window > 0 ? Math.max(0, last - window + 1) : chunk > 0 ? last / chunk * chunk : 0;
-        }
+        long lo(int row) { return kina.ir.Instr.AttnOpts.lo(start, window, chunk, row); }
 
         int hi(int row) { return (int) Math.min((long) start + row, l - 1L); }
     }
