@@ -276,24 +276,8 @@ final class Fusion {
         for (int c = from; c < to; c += CH) {
             int l = Math.min(CH, to - c);
             for (int j = regs; j < arr.length; j++) off[j] = c;
-            for (int j = 0; j < leaves.length; j++) {
-                Leaf lf = leaves[j];
-                if (lf.scalar()) continue;
-                float[] s = (float[]) leafBuf[j], d = arr[g.leafReg()[j]];
-                int inner = lf.inner(), mid = lf.mid();
-                for (int e = 0; e < l; ) {                   // runs of one source element, or of consecutive ones
-                    int q = (c + e) / inner, at = q % mid;
-                    if (inner > 1) {
-                        int end = Math.min(l, (q + 1) * inner - c);
-                        Arrays.fill(d, e, end, s[at]);
-                        e = end;
-                    } else {
-                        int k = Math.min(l - e, mid - at);
-                        System.arraycopy(s, at, d, e, k);
-                        e += k;
-                    }
-                }
-            }
+            for (int j = 0; j < leaves.length; j++)
+                if (!leaves[j].scalar()) expand(leaves[j], leafBuf[j], arr[g.leafReg()[j]], c, l);
             int[][] code = g.code();
             for (int ki = 0; ki < code.length; ki++) {
                 int[] k = code[ki];
@@ -460,6 +444,27 @@ final class Fusion {
         for (; i < l; i++) z[zo + i] = Math.max(s, x[xo + i]);
     }
 
+    /**
+     * Elements c … c + l − 1 of a broadcast read in place into register d (float[] or double[], as
+     * src): runs of one source element (Arrays.fill) or of consecutive ones (arraycopy), no arithmetic.
+     */
+    private static void expand(Leaf lf, Object src, Object d, int c, int l) {
+        int inner = lf.inner(), mid = lf.mid();
+        for (int e = 0; e < l; ) {
+            int q = (c + e) / inner, at = q % mid;
+            if (inner > 1) {
+                int end = Math.min(l, (q + 1) * inner - c);
+                if (d instanceof float[] f) Arrays.fill(f, e, end, ((float[]) src)[at]);
+                else Arrays.fill((double[]) d, e, end, ((double[]) src)[at]);
+                e = end;
+            } else {
+                int k = Math.min(l - e, mid - at);
+                System.arraycopy(src, at, d, e, k);
+                e += k;
+            }
+        }
+    }
+
     /** The F64 twin of {@link #passF32}: double arithmetic, StrictMath.sqrt, Math.max, as Kernels. */
     private static void passF64(Group g, Object[] io, Object[] leafBuf, int from, int to) {
         int regs = g.regs(), len = Math.min(CH, to - from);
@@ -472,24 +477,8 @@ final class Fusion {
         for (int c = from; c < to; c += CH) {
             int l = Math.min(CH, to - c);
             for (int j = regs; j < arr.length; j++) off[j] = c;
-            for (int j = 0; j < leaves.length; j++) {
-                Leaf lf = leaves[j];
-                if (lf.scalar()) continue;
-                double[] s = (double[]) leafBuf[j], d = arr[g.leafReg()[j]];
-                int inner = lf.inner(), mid = lf.mid();
-                for (int e = 0; e < l; ) {                   // runs of one source element, or of consecutive ones
-                    int q = (c + e) / inner, at = q % mid;
-                    if (inner > 1) {
-                        int end = Math.min(l, (q + 1) * inner - c);
-                        Arrays.fill(d, e, end, s[at]);
-                        e = end;
-                    } else {
-                        int k = Math.min(l - e, mid - at);
-                        System.arraycopy(s, at, d, e, k);
-                        e += k;
-                    }
-                }
-            }
+            for (int j = 0; j < leaves.length; j++)
+                if (!leaves[j].scalar()) expand(leaves[j], leafBuf[j], arr[g.leafReg()[j]], c, l);
             for (int[] k : g.code()) {
                 double[] z = arr[k[1]], x = arr[k[2]], y = arr[k[3]];
                 int zo = off[k[1]], xo = off[k[2]], yo = off[k[3]];
