@@ -52,6 +52,8 @@ final class TrainCommand implements Callable<Integer> {
         double peak = lr != null ? lr : opt instanceof Optimizer.AdamW ? 3e-3 : 0.5;
         int wu = warmup != null ? warmup : Math.min(100, steps / 10);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
+        if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
+        if (wu < 0) throw new kina.ir.KinaException(null, "--warmup must be >= 0 (learning-rate warm-up steps)");
         Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
         // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");

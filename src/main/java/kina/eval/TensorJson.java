@@ -150,9 +150,9 @@ public final class TensorJson {
      * Jackson's parse message in a user's words: its first line, without the source description
      * ("[Source: REDACTED (`StreamReadFeature...` disabled); line: 1, column: 2]") or the list of
      * what a JSON value may be; e.g. "unexpected end of input (the array opened at line 1, column 1
-     * is not closed)".
+     * is not closed)". Also used for checkpoints' state.json, safetensors headers and config files.
      */
-    static String plain(String jackson) {
+    public static String plain(String jackson) {
         String m = jackson == null ? "" : jackson.lines().findFirst().orElse("");
         m = m.replaceAll("\\[Source: [^\\]]*?line: (\\d+), column: (\\d+)\\]", "line $1, column $2")
                 .replaceAll(" \\(code -?\\d+\\)", "")

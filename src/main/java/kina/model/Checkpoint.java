@@ -125,7 +125,7 @@ public final class Checkpoint {
         try {
             node = JSON.readTree(text);
         } catch (JacksonException e) {
-            throw new CheckpointError(statePath, "corrupt JSON: " + e.getOriginalMessage(), e);
+            throw new CheckpointError(statePath, "corrupt JSON: " + kina.eval.TensorJson.plain(e.getOriginalMessage()), e);
         }
         if (node == null || !node.isObject() || !FORMAT.equals(text(node, "format")))
             throw new CheckpointError(statePath, "not a kina checkpoint state (no \"format\": \"" + FORMAT + "\")");

@@ -99,7 +99,7 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         try {
             node = new ObjectMapper().readTree(text);
         } catch (JacksonException e) {
-            throw new ConfigError(where, "not valid JSON: " + e.getOriginalMessage(), e);
+            throw new ConfigError(where, "not valid JSON: " + kina.eval.TensorJson.plain(e.getOriginalMessage()), e);
         }
         String stem = json.getFileName().toString().replaceFirst("\\.json$", "");
         return fromJson(where, node, stem);

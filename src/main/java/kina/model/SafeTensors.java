@@ -123,7 +123,7 @@ public final class SafeTensors {
         try {
             header = JSON.readTree(new String(b, 8, (int) n, StandardCharsets.UTF_8));
         } catch (JacksonException e) {
-            throw new CheckpointError(file, "corrupt header JSON: " + e.getOriginalMessage(), e);
+            throw new CheckpointError(file, "corrupt header JSON: " + kina.eval.TensorJson.plain(e.getOriginalMessage()), e);
         }
         if (header == null || !header.isObject()) throw new CheckpointError(file, "corrupt header: not a JSON object");
         int dataStart = 8 + (int) n;

@@ -229,15 +229,19 @@ public final class Trainer {
 
     /**
      * Trains; prints progress to {@code log} and notes (a resume that stretches the schedule) to
-     * {@code notes}; returns the summary. Before any work: a KinaException when {@code out} cannot be
-     * a directory, or when the resumed checkpoint is already at or beyond {@code steps}.
+     * {@code notes}; returns the summary. Before any work, and before {@code out} is created: a
+     * CheckpointError when the resumed checkpoint does not fit the config (weights, moments), a
+     * KinaException when it is already at or beyond {@code steps} or when {@code out} cannot be a directory.
      */
     public Summary run(PrintStream log, PrintStream notes) {
         Parallel.setThreads(o.threads());
         long t0 = System.nanoTime();
-        if (o.out() != null) requireOutDir(o.out());
         Checkpoint.Loaded ck = o.resume() != null ? Checkpoint.load(o.resume()) : null;
         if (ck != null) {
+            if (!ck.state().config().equals(c))
+                throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
+            ck.requireWeights(types(""));
+            ck.requireMoments(stateTypes());
             long at = ck.state().step();
             if (o.steps() <= at)
                 throw new kina.ir.KinaException(null, "--steps " + o.steps() + " is not beyond the checkpoint's step " + at
@@ -248,6 +252,7 @@ public final class Trainer {
                 notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d stretches it "
                         + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(), o.steps());
         }
+        if (o.out() != null) requireOutDir(o.out());   // created only once the checkpoint is known to fit
         Runner step = o.engine().compile(compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, o.batch(), o.optimizer())));
         Runner eval = o.engine().compile(compile("<storylm " + c.name() + " loss>", StoryLm.lossOnly(c, o.batch())));
         Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
@@ -259,10 +264,6 @@ public final class Trainer {
         List<double[]> trainCurve = new ArrayList<>(), valCurve = new ArrayList<>();
         long start = 0;
         if (ck != null) {
-            if (!ck.state().config().equals(c))
-                throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
-            ck.requireWeights(types(""));
-            ck.requireMoments(stateTypes());
             w.putAll(ck.weights());
             state.putAll(ck.moments());
             start = ck.state().step();
@@ -284,7 +285,8 @@ public final class Trainer {
         w.forEach(step::set);
         state.forEach(step::set);
         List<String> wNames = List.copyOf(w.keySet()), stateNames = List.copyOf(state.keySet());   // the order checkpoints are written in
-        w = null;                                        // the Tensors are garbage from here on
+        w = null;                                        // the Tensors are garbage from here on (the checkpoint's too)
+        ck = null;
         state = null;
         Path lastCk = null;
         double lastLoss = Double.NaN, lastVal = valCurve.isEmpty() ? Double.NaN : valCurve.getLast()[1];

@@ -43,6 +43,25 @@ class TrainCommandTest {
         assertThat(Files.readString(r1.resolve("latest")).strip()).isEqualTo("step-000004");
     }
 
+    @Test void aCheckpointOfAnotherConfigFailsBeforeOutIsCreated(@TempDir Path dir) {
+        Path r1 = dir.resolve("r1"), r2 = dir.resolve("r2");
+        assertThat(train("--steps", "2", "--out", r1.toString()).code()).isZero();
+        Result r = train("--steps", "3", "--resume", r1.toString(), "--config", "small", "--out", r2.toString());
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).startsWith("error: ").contains("was trained with config tiny, not small").doesNotContain("\n");
+        assertThat(r.err()).doesNotContain("note:");
+        assertThat(r2).doesNotExist();
+    }
+
+    @Test void badThreadsAndWarmupAreOneLineAndExitOne(@TempDir Path dir) {
+        Result threads = CliTest.kina("train", "--steps", "1", "--threads", "0", "--out", dir.toString());
+        assertThat(threads.code()).isEqualTo(1);
+        assertThat(threads.err().strip()).isEqualTo("error: --threads must be >= 1");
+        Result warmup = train("--steps", "1", "--warmup", "-5", "--out", dir.toString());
+        assertThat(warmup.code()).isEqualTo(1);
+        assertThat(warmup.err().strip()).isEqualTo("error: --warmup must be >= 0 (learning-rate warm-up steps)");
+    }
+
     @Test void stepsNotBeyondTheCheckpointIsOneLineAndExitOne(@TempDir Path dir) {
         Path r1 = dir.resolve("r1");
         assertThat(train("--steps", "2", "--out", r1.toString()).code()).isZero();

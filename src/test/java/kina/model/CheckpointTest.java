@@ -117,6 +117,8 @@ class CheckpointTest {
         String good = Files.readString(st);
         Files.writeString(st, good.substring(0, good.length() / 2));
         assertThat(error(dir)).startsWith(st + ": corrupt JSON: ").doesNotContain("\n");
+        Files.writeString(st, "{\"format\": \"kina-checkpoint\", \"a\": [1, 2");   // Jackson names its source here: not shown
+        assertThat(error(dir)).isEqualTo(st + ": corrupt JSON: unexpected end of input (the array opened at line 1, column 36 is not closed)");
         Files.writeString(st, "{\"hello\": 1}");
         assertThat(error(dir)).isEqualTo(st + ": not a kina checkpoint state (no \"format\": \"kina-checkpoint\")");
         Files.writeString(st, good.replace("\"format_version\" : 1", "\"format_version\" : 2"));

@@ -69,6 +69,7 @@ class ConfigTest {
         assertThat(error("{" + base + ", \"d_model\": 64, \"heads\": 4, \"eps\": 0}")).isEqualTo("config " + f + ": eps must be positive, got 0.0");
         assertThat(error("[1, 2]")).isEqualTo("config " + f + ": expected a JSON object");
         assertThat(error("{\"vocab\": ")).startsWith("config " + f + ": not valid JSON: ").doesNotContain("\n");
+        assertThat(error("{\"vocab\": [1")).isEqualTo("config " + f + ": not valid JSON: unexpected end of input (the array opened at line 1, column 11 is not closed)");
         assertThatThrownBy(() -> Config.load(tmp.resolve("nope.json"))).isInstanceOf(ConfigError.class)
                 .hasMessage("config " + tmp.resolve("nope.json") + ": file not found");
     }

@@ -133,6 +133,7 @@ class SafeTensorsTest {
         byte[] bad = ref.clone();
         bad[9] = 'x';    // {x_metadata__": … is not JSON
         assertThat(error(bad)).startsWith("corrupt header JSON: ").doesNotContain("\n");
+        assertThat(error(withHeader("{\"a\":[1", 0))).isEqualTo("corrupt header JSON: unexpected end of input (the array opened at line 1, column 6 is not closed)");
         assertThat(error(withHeader("{\"a\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]}}", 2)))
                 .isEqualTo("tensor 'a' has dtype F16; kina reads F32, F64, I64, BOOL");
         assertThat(error(withHeader("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8)))
