@@ -92,7 +92,6 @@ public final class Recording implements Ops<Var> {
         int at = defAt.remove(x);                         // readers recorded since are renamed in lets()
         Let def = lets.get(at);
         lets.set(at, Let.typed(nv, def.rhs(), def.type()));
-        defAt.put(nv, at);
         types.put(nv, types.remove(x));
         renamed.put(x, nv);
         return nv;

@@ -22,11 +22,12 @@ import jdk.incubator.vector.VectorSpecies;
  * Transposed operands ({@code transA}: A stored [.., K, M]; {@code transB}: B stored [.., N, K])
  * are read in place by the packing, which moves values without arithmetic. Threads
  * ({@link Parallel}) take disjoint output blocks; padding lanes and rows (zeros) land in a scratch
- * tile and are never written to {@code out}. With few column panels ({@link #DIRECT_PANELS}) A is
- * read in place instead of packed (packing would cost about as much as the products, F32): a plain
- * A by rows (that kernel continues chains from {@code out}, each tile set to −0.0 just before), a transposed A
- * by its rows p, which already hold a panel's MR values side by side (attention's batched
- * xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7× faster). Small products take a scalar loop
+ * tile and are never written to {@code out}. With few column panels A is read in place instead of
+ * packed (packing would cost about as much as the products, F32): a plain A (at most
+ * {@link #DIRECT_PANELS} panels and K ≥ {@link #DIRECT_K}) by rows (that kernel continues chains
+ * from {@code out}, each tile set to −0.0 just before), a transposed A (at most
+ * {@link #DIRECT_COLS} panels) by its rows p, which already hold a panel's MR values side by side
+ * (batched xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7× faster). Small products take a scalar loop
  * with the same order.
  *
  * <p>Measured on a 2-core AMD EPYC (Zen 3, AVX2) in bench/RESULTS.md: the 5 × 2-vector tile is

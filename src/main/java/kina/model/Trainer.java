@@ -423,7 +423,7 @@ public final class Trainer {
 
     static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
 
-    public static List<Tensor> flatten(Value v) {
+    private static List<Tensor> flatten(Value v) {
         List<Tensor> out = new ArrayList<>();
         switch (v) {
             case Tensor t -> out.add(t);

@@ -145,7 +145,7 @@ public final class Plan {
                     Flatten.Const c = ir.constants.get(s);
                     int size = (int) sl.type().shape().vol();
                     // Fills of one type and value share one buffer (kernels never write constants).
-                    String key = c.payload() == null ? sl.type() + "=" + Double.doubleToRawLongBits(c.fill()) : null;
+                    String key = fillKey(sl, c);
                     if (key != null && fills.containsKey(key)) { bufs[s] = fills.get(key); continue; }
                     Object b = Kind.of(sl.type().dtype()).allocate(Math.max(1, size));
                     if (key != null) fills.put(key, b);
@@ -396,6 +396,20 @@ public final class Plan {
     /** Buffers in the arena. */
     public int arenaBuffers() { return arenaBuffers; }
 
+    /** The sharing key of a fill constant (its type and value bits), or null for a literal. */
+    private static String fillKey(Flatten.Slot sl, Flatten.Const c) {
+        return c.payload() == null ? sl.type() + "=" + Double.doubleToRawLongBits(c.fill()) : null;
+    }
+
+    /** Test hook: the distinct buffers the constants were given (0 before the first run). */
+    int constantBuffers() {
+        if (slotBuf == null) return 0;
+        Set<Object> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (int s = 0; s < ir.slots.size(); s++)
+            if (ir.slots.get(s).origin() == Flatten.Origin.CONST) seen.add(slotBuf[s]);
+        return seen.size();
+    }
+
     /** Bytes of the constants (literals and fills) the plan materialises once, besides the arena. */
     public long constantBytes() {
         long b = 0;
@@ -404,7 +418,8 @@ public final class Plan {
             Flatten.Slot sl = ir.slots.get(s);
             if (sl.origin() != Flatten.Origin.CONST) continue;
             Flatten.Const c = ir.constants.get(s);
-            if (c.payload() == null && !fills.add(sl.type() + "=" + Double.doubleToRawLongBits(c.fill()))) continue;
+            String key = fillKey(sl, c);
+            if (key != null && !fills.add(key)) continue;
             b += bytes(sl.type());
         }
         return b;

@@ -3,13 +3,10 @@ package kina.eval;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.SplittableRandom;
-import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorSpecies;
 import org.junit.jupiter.api.Test;
 
 /** KinaMath.exp: the lanewise form equals the scalar bit for bit (cold and after C2), and stays within 1 ulp. */
 class KinaMathTest {
-    static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
     static volatile float SINK;
 
     /** Special and boundary inputs: zeros, infinities, NaN payloads, the overflow and underflow edges. */

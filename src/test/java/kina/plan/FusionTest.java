@@ -86,6 +86,29 @@ class FusionTest {
         }
     }
 
+    /** Broadcasts whose runs end inside a 1024-element chunk: [1, 700, 1], [1, 700, 3] and [40, 1, 1] over [40, 700, 3], F32 and F64. */
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "F64"})
+    void broadcastRunsThatWrapInsideAChunkEqualTheInterpreter(DType d) {
+        String t = d.name();
+        Program p = transformed("wrap", """
+                let x = tensor<%1$s, [40, 700, 3], @host> in
+                let a = tensor<%1$s, [1, 700, 1], @host> in
+                let b = tensor<%1$s, [1, 700, 3], @host> in
+                let c = tensor<%1$s, [40, 1, 1], @host> in
+                let y = x * a.broadcast([40, 700, 3]) + b.broadcast([40, 700, 3]) in
+                let z = y - c.broadcast([40, 700, 3]) * x in
+                (y, z)
+                """.formatted(t));
+        Plan fused = Plan.compile(p);
+        assertThat(fused.fusedSteps()).isGreaterThanOrEqualTo(4);
+        for (int threads : new int[] {1, 2}) {
+            Parallel.setThreads(threads);
+            Map<String, Tensor> in = randomInputs(fused, 7 * threads, 4);
+            assertBits(fused.run(in), interpret(p, in), t + " wrap, threads " + threads);
+        }
+    }
+
     @Test void aLoneStepWithoutBroadcastsIsNotFused() {
         Program p = transformed("one", """
                 let x = tensor<F32, [3], @host> in

@@ -31,5 +31,6 @@ class PlanConstantsTest {
         Map<String, Tensor> in = randomInputs(plan, 7, 4);
         List<Tensor> want = interpret(p, in);
         for (int run = 0; run < 2; run++) assertBits(plan.run(in), want, "fills");
+        assertThat(plan.constantBuffers()).isEqualTo(3);             // the buffers the kernels were bound to
     }
 }
