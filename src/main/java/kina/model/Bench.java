@@ -8,7 +8,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
-import kina.eval.Kernels;
 import kina.eval.Parallel;
 import kina.eval.Tensor;
 import kina.ir.DType;
@@ -91,14 +90,9 @@ public final class Bench {
         Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
         Trainer.Runner step = engine.compile(p);
         Plan plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
-        List<StoryLm.Weight> ws = StoryLm.weights(c);
-        Map<String, Integer> carried = new LinkedHashMap<>();     // weights and moments, as training carries them
-        for (StoryLm.Weight wt : ws) carried.put(wt.name(), carried.size());
-        for (String st : opt.state()) for (StoryLm.Weight wt : ws) carried.put(st + "_" + wt.name(), carried.size());
-        step.carry(carried);
+        step.carry(Trainer.carried(c, opt));                  // weights and moments, as training carries them
         Trainer.init(c, 1).forEach(step::set);
-        for (String st : opt.state())
-            for (StoryLm.Weight wt : ws) step.set(st + "_" + wt.name(), Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
+        Trainer.zeroMoments(c, opt).forEach(step::set);
         Tensor[] tables = Trainer.ropeTables(c);
         SplittableRandom rng = new SplittableRandom(42);
         double[] ms = new double[steps];

@@ -85,7 +85,7 @@ public final class Trainer {
         /** Sets carried input {@code name}. */
         void set(String name, Tensor value);
 
-        /** The value of carried input {@code name} (a fresh Tensor). */
+        /** The value of carried input {@code name} (the plan: a fresh Tensor; the interpreter: the one it returned, not to be modified). */
         Tensor get(String name);
 
         /** One run: the inputs that are not carried to the outputs that are not carried. */
@@ -100,7 +100,10 @@ public final class Trainer {
         public List<Tensor> run(Map<String, Tensor> inputs) { return plan.run(inputs); }
     }
 
-    /** The interpreter engine: carried values are kept as the Tensors the interpreter returned. */
+    /**
+     * The interpreter engine: carried values are kept as the Tensors the interpreter returned; a
+     * value set with the wrong type is refused by the interpreter at the next run (its input check).
+     */
     static final class InterpreterRunner implements Runner {
         private final Program p;
         private Map<String, Integer> carry = Map.of();
@@ -127,6 +130,8 @@ public final class Trainer {
         }
 
         public List<Tensor> run(Map<String, Tensor> inputs) {
+            for (String name : inputs.keySet())
+                if (carry.containsKey(name)) throw new kina.ir.KinaException(null, "carry: " + name + " is carried; give it with set, not to run");
             Map<String, Tensor> in = new HashMap<>(inputs);
             in.putAll(values);
             List<Tensor> all = flatten(new Interpreter(in).run(p));
@@ -272,16 +277,14 @@ public final class Trainer {
             log.printf(Locale.ROOT, "resuming %s from %s at step %d%n", c.name(), ck.dir(), start);
         } else {
             w.putAll(init(c, o.seed()));
-            for (String st : o.optimizer().state())
-                for (StoryLm.Weight wt : weights)
-                    state.put(st + "_" + wt.name(), kina.eval.Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
+            state.putAll(zeroMoments(c, o.optimizer()));
         }
         log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, %s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
                 o.engine().name().toLowerCase(Locale.ROOT));
         // Weights and moments are carried by the step from run to run (in the plan's float buffers);
         // they come out as Tensors only to validate and to save.
-        step.carry(carried());
+        step.carry(carried(c, o.optimizer()));
         w.forEach(step::set);
         state.forEach(step::set);
         List<String> wNames = List.copyOf(w.keySet()), stateNames = List.copyOf(state.keySet());   // the order checkpoints are written in
@@ -348,11 +351,24 @@ public final class Trainer {
     }
 
     /** What the step carries: each weight and optimizer state from its result position (StoryLm.trainStep's order). */
-    private Map<String, Integer> carried() {
+    /**
+     * The inputs a train step carries from run to run (name → index): the weights, then each
+     * optimizer state's moments ({@code state_weight}), in the order checkpoints write them.
+     */
+    static Map<String, Integer> carried(Config c, Optimizer opt) {
         Map<String, Integer> m = new LinkedHashMap<>();
-        int k = 0;
-        for (String name : types("").keySet()) m.put(name, k++);
-        for (String name : stateTypes().keySet()) m.put(name, k++);
+        List<StoryLm.Weight> ws = StoryLm.weights(c);
+        for (StoryLm.Weight wt : ws) m.put(wt.name(), m.size());
+        for (String st : opt.state()) for (StoryLm.Weight wt : ws) m.put(st + "_" + wt.name(), m.size());
+        return m;
+    }
+
+    /** A fresh run's optimizer moments: +0.0 for every state and weight, F32. */
+    static Map<String, Tensor> zeroMoments(Config c, Optimizer opt) {
+        Map<String, Tensor> m = new LinkedHashMap<>();
+        for (String st : opt.state())
+            for (StoryLm.Weight wt : StoryLm.weights(c))
+                m.put(st + "_" + wt.name(), kina.eval.Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
         return m;
     }
 

@@ -62,9 +62,7 @@ final class Carry {
     /** Replaces the value of carried input {@code name}; an EvalError if its type differs. */
     void set(String name, Tensor x, Flatten ir) {
         Entry e = entry(name);
-        if (x == null) throw new EvalError("input: no payload supplied for " + e.type()).at(ir.inputLets.get(e.input()));
-        if (!x.type().equals(e.type()))
-            throw new EvalError("input: expected " + e.type() + ", got " + x.type()).at(ir.inputLets.get(e.input()));
+        Plan.checkInput(x, e.type(), ir.inputLets.get(e.input()));
         Lower.unwrap(x, e.value());
         hasValue.put(name, true);
     }

@@ -45,10 +45,10 @@ final class Fusion {
     /**
      * One fused pass over {@code n} elements of {@code dtype}. Locations: registers [0, regs),
      * then the input slots (read at the chunk's offset), then the output slots (written there).
-     * {@code code[k] = {opcode, dst, a, b}} (b unused by unary ops); {@code leafReg[j]} holds
+     * {@code code[k] = {opcode, dst, a, b}} (b unused by unary ops); register j holds
      * {@code leaves[j]} (a scalar filled once per pass, else loaded per chunk).
      */
-    record Group(DType dtype, int n, int steps, int regs, int[] inputs, int[] outs, Leaf[] leaves, int[] leafReg,
+    record Group(DType dtype, int n, int steps, int regs, int[] inputs, int[] outs, Leaf[] leaves,
                  int[][] code) {}
 
     private static Code code(Instr ins) {
@@ -198,8 +198,6 @@ final class Fusion {
         }
         // registers: leaves first (never reused), then temporaries from a free list
         int regs = leaves.size();
-        int[] leafReg = new int[leaves.size()];
-        for (int j = 0; j < leafReg.length; j++) leafReg[j] = j;
         List<Integer> free = new ArrayList<>();
         int[] loc = new int[m.size()];
         int[][] code = new int[m.size()][];
@@ -210,7 +208,7 @@ final class Fusion {
             for (int j = 0; j < a.length; j++) {
                 int li = leafSlots.indexOf(a[j]);
                 Integer at = li >= 0 ? null : memberAt.get(root(ir, a[j]));
-                src[j] = li >= 0 ? leafReg[li] : at != null ? loc[at] : -1 - inputs.indexOf(root(ir, a[j]));
+                src[j] = li >= 0 ? li : at != null ? loc[at] : -1 - inputs.indexOf(root(ir, a[j]));
             }
             for (int j = 0; j < a.length; j++) {          // operands dying here free their registers first
                 Integer at = leafSlots.contains(a[j]) ? null : memberAt.get(root(ir, a[j]));
@@ -228,7 +226,7 @@ final class Fusion {
         for (int j = 0; j < leaves.size(); j++) in[inputs.size() + j] = leaves.get(j).src();
         Group g = new Group(t.dtype(), (int) t.shape().vol(), m.size(), regs,
                 inputs.stream().mapToInt(Integer::intValue).toArray(), outs.stream().mapToInt(Integer::intValue).toArray(),
-                leaves.toArray(Leaf[]::new), leafReg, code);
+                leaves.toArray(Leaf[]::new), code);
         return new Plan.Op(ops.get(m.getLast()).step(), in, false, false, g);
     }
 
@@ -270,14 +268,14 @@ final class Fusion {
         Leaf[] leaves = g.leaves();
         float[] sv = new float[regs];
         for (int j = 0; j < leaves.length; j++) if (leaves[j].scalar()) {
-            sv[g.leafReg()[j]] = ((float[]) leafBuf[j])[0];
-            Arrays.fill(arr[g.leafReg()[j]], sv[g.leafReg()[j]]);
+            sv[j] = ((float[]) leafBuf[j])[0];
+            Arrays.fill(arr[j], sv[j]);
         }
         for (int c = from; c < to; c += CH) {
             int l = Math.min(CH, to - c);
             for (int j = regs; j < arr.length; j++) off[j] = c;
             for (int j = 0; j < leaves.length; j++)
-                if (!leaves[j].scalar()) expand(leaves[j], leafBuf[j], arr[g.leafReg()[j]], c, l);
+                if (!leaves[j].scalar()) expand(leaves[j], leafBuf[j], arr[j], c, l);
             int[][] code = g.code();
             for (int ki = 0; ki < code.length; ki++) {
                 int[] k = code[ki];
@@ -350,7 +348,7 @@ final class Fusion {
      */
     private static int[] scalarSides(Group g) {
         boolean[] scalarReg = new boolean[g.regs()];
-        for (int j = 0; j < g.leaves().length; j++) if (g.leaves()[j].scalar()) scalarReg[g.leafReg()[j]] = true;
+        for (int j = 0; j < g.leaves().length; j++) if (g.leaves()[j].scalar()) scalarReg[j] = true;
         int[][] code = g.code();
         int[] side = new int[code.length];
         for (int k = 0; k < code.length; k++) {
@@ -473,12 +471,12 @@ final class Fusion {
         for (int r = 0; r < regs; r++) arr[r] = new double[len];
         for (int j = 0; j < io.length; j++) arr[regs + j] = (double[]) io[j];
         Leaf[] leaves = g.leaves();
-        for (int j = 0; j < leaves.length; j++) if (leaves[j].scalar()) Arrays.fill(arr[g.leafReg()[j]], ((double[]) leafBuf[j])[0]);
+        for (int j = 0; j < leaves.length; j++) if (leaves[j].scalar()) Arrays.fill(arr[j], ((double[]) leafBuf[j])[0]);
         for (int c = from; c < to; c += CH) {
             int l = Math.min(CH, to - c);
             for (int j = regs; j < arr.length; j++) off[j] = c;
             for (int j = 0; j < leaves.length; j++)
-                if (!leaves[j].scalar()) expand(leaves[j], leafBuf[j], arr[g.leafReg()[j]], c, l);
+                if (!leaves[j].scalar()) expand(leaves[j], leafBuf[j], arr[j], c, l);
             for (int[] k : g.code()) {
                 double[] z = arr[k[1]], x = arr[k[2]], y = arr[k[3]];
                 int zo = off[k[1]], xo = off[k[2]], yo = off[k[3]];

@@ -377,7 +377,7 @@ public final class Plan {
     /** The number of scheduled steps (after folding, dead-step removal and fusion: a fused pass is one). */
     public int steps() { return ops.size(); }
 
-    /** The number of instruction steps that run inside fused elementwise passes. */
+    /** The number of instruction steps that run inside fused elementwise passes (read by tests). */
     public int fusedSteps() {
         int k = 0;
         for (Op op : ops) if (op.group() != null) k += op.group().steps();
@@ -390,11 +390,17 @@ public final class Plan {
     /** Bytes the input and step slots would take without reuse (views and constants excluded). */
     public long slotBytes() { return slotBytes; }
 
-    /** The most bytes live at once (the arena's lower bound: what no layout can go below). */
+    /** The most bytes live at once (the arena's lower bound: what no layout can go below; read by tests). */
     public long peakLiveBytes() { return peakLiveBytes; }
 
     /** Buffers in the arena. */
     public int arenaBuffers() { return arenaBuffers; }
+
+    /** An input's payload: present and of its declared type, else an EvalError at its let (as the interpreter's). */
+    static void checkInput(Tensor x, kina.ir.TensorType t, Let let) {
+        if (x == null) throw new EvalError("input: no payload supplied for " + t).at(let);
+        if (!x.type().equals(t)) throw new EvalError("input: expected " + t + ", got " + x.type()).at(let);
+    }
 
     /** The sharing key of a fill constant (its type and value bits), or null for a literal. */
     private static String fillKey(Flatten.Slot sl, Flatten.Const c) {
@@ -461,7 +467,7 @@ public final class Plan {
      */
     public synchronized Tensor get(String name) { return carrying(name).get(name); }
 
-    /** The carried input names, in designation order (empty when nothing is carried). */
+    /** The carried input names, in designation order (empty when nothing is carried; read by tests). */
     public synchronized List<String> carried() {
         List<String> l = new ArrayList<>();
         if (carry != null) carry.names().forEach(l::add);
@@ -490,8 +496,7 @@ public final class Plan {
                 if (x != null) throw new EvalError("input: " + sl.name() + " is carried by the plan; give it with Plan.set, not to run").at(let);
                 continue;
             }
-            if (x == null) throw new EvalError("input: no payload supplied for " + sl.type()).at(let);
-            if (!x.type().equals(sl.type())) throw new EvalError("input: expected " + sl.type() + ", got " + x.type()).at(let);
+            checkInput(x, sl.type(), let);
             Object b = slotBuf[s];
             if (b == null) continue;
             switch (b) {

@@ -22,6 +22,24 @@ class TrainerEngineTest {
         assertThat(Double.doubleToRawLongBits(plan.valLoss())).isEqualTo(Double.doubleToRawLongBits(interp.valLoss()));
     }
 
+    /** Both runners keep one contract: a carried input given to run is refused, whichever engine (the plan did, the interpreter silently overrode it). */
+    @Test void bothRunnersRefuseACarriedInputGivenToRun() {
+        String src = """
+                let w = tensor<F32, [2], @host> in
+                let x = tensor<F32, [2], @host> in
+                (w + x, w * x)
+                """;
+        for (Trainer.Engine e : Trainer.Engine.values()) {
+            Trainer.Runner r = e.compile(Trainer.compile("<carry>", src));
+            r.carry(java.util.Map.of("w", 1));
+            kina.eval.Tensor two = kina.eval.Tensor.of(kina.ir.DType.F32, new long[] {2}, 1, 2);
+            r.set("w", two);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> r.run(java.util.Map.of("x", two, "w", two)))
+                    .as(e.name()).hasMessageContaining("w").hasMessageContaining("carried");
+            assertThat(r.run(java.util.Map.of("x", two))).as(e.name()).hasSize(1);
+        }
+    }
+
     @Test void theDefaultEngineIsThePlan() {
         Trainer.Options o = new Trainer.Options(Config.byName("tiny"), 2, 5, new Optimizer.Sgd(0, 0), 0.1, 1, 1, 1, null, 5, 1, 5,
                 null, Progress.Mode.OFF);
