@@ -46,6 +46,13 @@ final class Lower {
 
     Runnable bind(Plan.Op op) {
         if (op.group() != null) return Fusion.bind(op.group(), buf);
+        if (op.softmaxGrad()) {
+            Shape s = type(op.args()[0]).shape();
+            int c = (int) s.dim(s.rank() - 1), rows = c == 0 ? prod(s, 0, s.rank() - 1) : n(op.args()[0]) / c;
+            float[] p = f(op.args()[0]), dp = f(op.args()[1]), ds = f(op.step().out());
+            float[] d = op.also().isEmpty() ? null : f(op.also().getFirst().out());
+            return () -> PlanKernels.softmaxGrad(p, dp, ds, d, rows, c);
+        }
         if (!op.also().isEmpty() && !nativeKernel(op)) throw new IllegalStateException("shared outputs need a native kernel");
         if (!nativeKernel(op)) return fallback(op);
         Runnable r = nativeRunnable(op);
@@ -54,7 +61,7 @@ final class Lower {
 
     /** Which (instruction, dtype) pairs have a native kernel. */
     private boolean nativeKernel(Plan.Op op) {
-        if (op.group() != null) return true;
+        if (op.group() != null || op.softmaxGrad()) return true;
         int[] a = op.args();
         return switch (op.step().instr()) {
             case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Reshape _ -> false;

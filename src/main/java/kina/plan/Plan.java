@@ -44,11 +44,12 @@ public final class Plan {
      * scheduled because this op's kernel writes their values too (an attention's attention_probs,
      * see {@link #sharedProbs}); empty for most.
      */
-    record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group, List<Flatten.Step> also) {
-        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of()); }
+    record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group, List<Flatten.Step> also,
+              boolean softmaxGrad) {
+        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of(), false); }
 
         Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group) {
-            this(step, args, transA, transB, group, List.of());
+            this(step, args, transA, transB, group, List.of(), false);
         }
 
         /** The slots this op writes. */
@@ -61,8 +62,9 @@ public final class Plan {
         }
 
         /** The step kind in reports. */
-        String kind() { return group == null ? step.instr().op() : "fused"; }
+        String kind() { return softmaxGrad ? "softmax_grad" : group == null ? step.instr().op() : "fused"; }
     }
+
 
     private final Flatten ir;
     private final List<Op> ops;
@@ -82,7 +84,7 @@ public final class Plan {
         this.ir = ir;
         List<Flatten.Step> live = deadStepsDropped(ir);
         List<Op> folded = folded(live, ir);
-        List<Op> fused = fuse ? Fusion.fuse(folded, ir) : folded;
+        List<Op> fused = fuse ? Fusion.fuse(softmaxGrads(folded, ir), ir) : folded;
         this.ops = share ? sharedProbs(fused, ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         // ---- liveness: def and last read of every storage (root slot) ----
@@ -336,9 +338,71 @@ public final class Plan {
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
             if (dropped[i]) continue;
-            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i)));
+            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.softmaxGrad()));
         }
         return out;
+    }
+
+    /**
+     * The backward of a softmax over the last axis, as the VJP writes it, becomes one row pass
+     * ({@link PlanKernels#softmaxGrad}; the op's args are [p, dp], its step the last mul's, its
+     * {@code also} the sum's when d has other readers): an F32 m = mul(p, dp) read only by
+     * d = sum(m, last axis, keepdims), d read by b = broadcast(d) to m's shape (and possibly others),
+     * b read only by s = sub(dp, b), s read only by ds = mul(p, s) or mul(s, p); m, b, s no output
+     * and not viewed. Per row the kernel folds the products in increasing index (the sum's order)
+     * and then writes p·(dp − d), the same roundings as the steps (IEEE products commute, so either
+     * operand order), so the bits are theirs; m, b and s get no buffer. The op runs where the first mul did (its operands are live there).
+     */
+    static List<Op> softmaxGrads(List<Op> ops, Flatten ir) {
+        int n = ops.size(), nSlots = ir.slots.size();
+        int[] producer = new int[nSlots], readers = new int[nSlots];
+        Arrays.fill(producer, -1);
+        boolean[] pinned = new boolean[nSlots];                      // outputs and viewed storage
+        for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
+        for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        for (int i = 0; i < n; i++) {
+            producer[ops.get(i).step().out()] = i;
+            for (int a : ops.get(i).args()) readers[ir.slots.get(a).root()]++;
+        }
+        Op[] replace = new Op[n];
+        boolean[] dropped = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            Op mul = ops.get(i);
+            int m = mul.step().out();
+            TensorType mt = ir.slots.get(m).type();
+            if (dropped[i] || !(mul.step().instr() instanceof Instr.Mul) || mt.dtype() != DType.F32 || mt.rank() == 0
+                    || pinned[m] || readers[m] != 1) continue;
+            Op sum = only(ops, ir, m, i);
+            if (sum == null || !(sum.step().instr() instanceof Instr.Sum(var _, int axis, boolean keep)) || axis != mt.rank() - 1 || !keep) continue;
+            int d = sum.step().out();
+            Op bc = null;
+            for (int j = producer[d] + 1; j < n && bc == null; j++)
+                if (ops.get(j).step().instr() instanceof Instr.Broadcast && ops.get(j).args()[0] == d
+                        && ir.slots.get(ops.get(j).step().out()).type().equals(mt)) bc = ops.get(j);
+            if (bc == null || pinned[bc.step().out()] || readers[bc.step().out()] != 1) continue;
+            Op sub = only(ops, ir, bc.step().out(), producer[bc.step().out()]);
+            if (sub == null || !(sub.step().instr() instanceof Instr.Sub) || sub.args()[1] != bc.step().out()
+                    || pinned[sub.step().out()] || readers[sub.step().out()] != 1) continue;
+            Op scale = only(ops, ir, sub.step().out(), producer[sub.step().out()]);
+            if (scale == null || !(scale.step().instr() instanceof Instr.Mul)) continue;
+            int dp = sub.args()[0], s = sub.step().out(), a0 = mul.args()[0], a1 = mul.args()[1];
+            int p = a0 == dp ? a1 : a1 == dp ? a0 : -1;
+            if (p < 0) continue;
+            if (!(scale.args()[0] == p && scale.args()[1] == s) && !(scale.args()[0] == s && scale.args()[1] == p)) continue;
+            List<Flatten.Step> also = readers[d] > 1 || pinned[d] ? List.of(sum.step()) : List.of();
+            replace[i] = new Op(scale.step(), new int[] {p, dp}, false, false, null, also, true);
+            dropped[producer[d]] = dropped[producer[bc.step().out()]] = dropped[producer[s]] = dropped[producer[scale.step().out()]] = true;
+        }
+        List<Op> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
+        return out;
+    }
+
+    /** The one op after position {@code from} that reads {@code slot}, or null. */
+    private static Op only(List<Op> ops, Flatten ir, int slot, int from) {
+        for (int j = from + 1; j < ops.size(); j++)
+            for (int a : ops.get(j).args()) if (ir.slots.get(a).root() == slot) return ops.get(j);
+        return null;
     }
 
     /** Whether slots a and b hold the same value: one slot, or views of one storage with one type. */

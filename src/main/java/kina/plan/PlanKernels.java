@@ -235,6 +235,57 @@ final class PlanKernels {
         }
     }
 
+    /**
+     * A softmax's backward over rows of c (Plan.softmaxGrads): d[o] = m_0 + m_1 + … in increasing j
+     * with m_j = p_j·dp_j, then ds_j = p_j·(dp_j − d[o]): each value rounded as the separate mul,
+     * sum, sub and mul steps round it (F32). d may be null (not needed); c = 0 gives
+     * d = +0.0. Four rows' folds advance together (as {@link #foldRows}); the second pass is in lanes.
+     */
+    static void softmaxGrad(float[] p, float[] dp, float[] ds, float[] d, int rows, int c) {
+        if (c == 0) { if (d != null) Arrays.fill(d, 0, rows, 0f); return; }
+        range(rows, 4 * c, (from, to) -> softmaxGradRows(p, dp, ds, d, from, to, c));
+    }
+
+    private static void softmaxGradRows(float[] p, float[] dp, float[] ds, float[] d, int from, int to, int c) {
+        int o = from;
+        for (; o + 4 <= to; o += 4) {
+            int b0 = o * c, b1 = b0 + c, b2 = b1 + c, b3 = b2 + c;
+            float s0 = p[b0] * dp[b0], s1 = p[b1] * dp[b1], s2 = p[b2] * dp[b2], s3 = p[b3] * dp[b3];
+            for (int j = 1; j < c; j++) {
+                s0 += p[b0 + j] * dp[b0 + j];
+                s1 += p[b1 + j] * dp[b1 + j];
+                s2 += p[b2 + j] * dp[b2 + j];
+                s3 += p[b3 + j] * dp[b3 + j];
+            }
+            if (d != null) { d[o] = s0; d[o + 1] = s1; d[o + 2] = s2; d[o + 3] = s3; }
+            scaleRow(p, dp, ds, b0, c, s0);
+            scaleRow(p, dp, ds, b1, c, s1);
+            scaleRow(p, dp, ds, b2, c, s2);
+            scaleRow(p, dp, ds, b3, c, s3);
+        }
+        for (; o < to; o++) {
+            float s = dot(p, dp, o * c, c);
+            if (d != null) d[o] = s;
+            scaleRow(p, dp, ds, o * c, c, s);
+        }
+    }
+
+    private static float dot(float[] p, float[] dp, int base, int c) {
+        float s = p[base] * dp[base];
+        for (int j = 1; j < c; j++) s += p[base + j] * dp[base + j];
+        return s;
+    }
+
+    /** ds[base + j] = p·(dp − t) for j < c, in lanes. */
+    private static void scaleRow(float[] p, float[] dp, float[] ds, int base, int c, float t) {
+        int j = 0;
+        for (int end = FS.loopBound(c); j < end; j += LANES) {
+            FloatVector pv = FloatVector.fromArray(FS, p, base + j), s = FloatVector.fromArray(FS, dp, base + j).sub(t);
+            pv.mul(s).intoArray(ds, base + j);
+        }
+        for (; j < c; j++) ds[base + j] = p[base + j] * (dp[base + j] - t);
+    }
+
     /** The F64 twin of {@link #sum}. */
     static void sum(double[] a, double[] y, int outer, int c, int inner) {
         if (c == 0) { Arrays.fill(y, 0, outer * inner, 0d); return; }
