@@ -39,8 +39,13 @@ public final class Matmul {
 
     /** Rows of the register tile; its columns are two vectors (NR = 2 · lanes, in {@link Vec}). */
     static final int MR = 5;                 // packAF32/packAF64 spell out 5 rows
-    /** Cache blocks: K block (B micro-panel kc × NR in L1) and M block (packed A, mc × kc, in L2). */
-    static final int KC = 256, MC = 200;
+    /**
+     * Cache blocks: K block and M block (packed A, mc × kc floats, 400 KB, in L2). A whole K of the
+     * models (≤ 1024) is one block, so out is not stored and reloaded between blocks: measured on
+     * this machine (bench/RESULTS.md §1), KC 256 → 1024 with MC 200 → 100 took 2048×688×256 NT from
+     * 81 to 85 GFLOP/s and 1024³ from 86 to 92 (1 thread, best of 3).
+     */
+    static final int KC = 1024, MC = 100;
     /** Below this many multiply-adds per batch element the scalar loop is used (no packing). */
     static final long SMALL = 16_384;
     /**

@@ -45,6 +45,8 @@ class MatmulTwinTest {
         SplittableRandom rng = new SplittableRandom(12);
         int[][] shapes = {{4, 128, 128, 32}, {3, 128, 32, 128}, {1, 131, 600, 40}, {1, 33, 513, 129}, {1, 128, 1024, 344},
             {1, 300, 700, 100}, {2, 64, 344, 171},
+            // K over several blocks of KC (chains continued from out): A in place by rows, packed, transposed.
+            {1, 131, 2 * Matmul.KC + 52, 40}, {1, 33, Matmul.KC + 76, 129}, {1, 20, Matmul.KC + 3, 300},
             // Around the form limits: K = 63 | 64 (plain A packed | in place), 4 | 5 column panels
             // (transposed A in place | packed), with ragged rows and lanes.
             {2, 41, 63, 100}, {2, 37, 64, 128}, {1, 45, 200, 64}, {1, 43, 130, 70}, {2, 128, 32, 128}};
