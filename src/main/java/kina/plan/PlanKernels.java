@@ -39,6 +39,19 @@ final class PlanKernels {
         Parallel.forEach(chunks, (long) n * costPerElement, c -> body.run(c * CHUNK, Math.min(n, (c + 1) * CHUNK)));
     }
 
+    /**
+     * Runs {@code body(from, to)} over rows [0, n) of {@code width} elements each, in chunks of about
+     * {@link #CHUNK} elements (a multiple of 4 rows, which the row kernels take together), in
+     * parallel when large. (Row kernels once went through {@link #range} with a row count, so any
+     * n ≤ CHUNK, every model's, ran on one thread.)
+     */
+    static void rows(int n, int width, int costPerElement, RangeBody body) {
+        long work = (long) n * Math.max(1, width) * costPerElement;
+        int per = Math.max(4, CHUNK / Math.max(1, width) / 4 * 4), chunks = (n + per - 1) / per;
+        if (chunks <= 1 || work < PARALLEL_MIN) { body.run(0, n); return; }
+        Parallel.forEach(chunks, work, c -> body.run(c * per, Math.min(n, (c + 1) * per)));
+    }
+
     /** A range of independent outputs. */
     interface RangeBody { void run(int from, int to); }
 
@@ -165,7 +178,7 @@ final class PlanKernels {
         switch (x) {
             case float[] a -> {
                 float[] b = (float[]) y;
-                range(off.length, w, (f, t) -> {
+                rows(off.length, w, 1, (f, t) -> {
                     for (int row = f; row < t; row++) {
                         int o = off[row], base = row * w;
                         if (s == 1) System.arraycopy(a, o, b, base, w);
@@ -201,18 +214,26 @@ final class PlanKernels {
     static void sum(float[] a, float[] y, int outer, int c, int inner) {
         if (c == 0) { Arrays.fill(y, 0, outer * inner, 0f); return; }
         if (inner == 1) {
-            range(outer, c, (f, t) -> foldRows(a, y, f, t, c));
+            rows(outer, c, 1, (f, t) -> foldRows(a, y, f, t, c));
             return;
         }
-        for (int o = 0; o < outer; o++) {
-            int out = o * inner, in = o * c * inner;
-            System.arraycopy(a, in, y, out, inner);
-            for (int ci = 1; ci < c; ci++) {
-                int src = in + ci * inner;
-                for (int i = 0; i < inner; i++) y[out + i] += a[src + i];
+        // Column blocks of COLS run in parallel (each output's order unchanged): a block walks the c rows contiguously.
+        int blocks = (inner + COLS - 1) / COLS;
+        rows(outer * blocks, COLS * c, 1, (f, t) -> {
+            for (int ob = f; ob < t; ob++) {
+                int o = ob / blocks, i0 = ob % blocks * COLS, w = Math.min(COLS, inner - i0);
+                int out = o * inner + i0, in = o * c * inner + i0;
+                System.arraycopy(a, in, y, out, w);
+                for (int ci = 1; ci < c; ci++) {
+                    int src = in + ci * inner;
+                    for (int i = 0; i < w; i++) y[out + i] += a[src + i];
+                }
             }
-        }
+        });
     }
+
+    /** Columns per parallel block of a sum over a middle axis. */
+    private static final int COLS = 1024;
 
     /**
      * y[o] = a[o·c] + a[o·c + 1] + … in increasing index (each row's sequential fold), rows o in
@@ -243,7 +264,7 @@ final class PlanKernels {
      */
     static void softmaxGrad(float[] p, float[] dp, float[] ds, float[] d, int rows, int c) {
         if (c == 0) { if (d != null) Arrays.fill(d, 0, rows, 0f); return; }
-        range(rows, 4 * c, (from, to) -> softmaxGradRows(p, dp, ds, d, from, to, c));
+        rows(rows, c, 4, (from, to) -> softmaxGradRows(p, dp, ds, d, from, to, c));
     }
 
     private static void softmaxGradRows(float[] p, float[] dp, float[] ds, float[] d, int from, int to, int c) {
@@ -258,15 +279,15 @@ final class PlanKernels {
                 s3 += p[b3 + j] * dp[b3 + j];
             }
             if (d != null) { d[o] = s0; d[o + 1] = s1; d[o + 2] = s2; d[o + 3] = s3; }
-            scaleRow(p, dp, ds, b0, c, s0);
-            scaleRow(p, dp, ds, b1, c, s1);
-            scaleRow(p, dp, ds, b2, c, s2);
-            scaleRow(p, dp, ds, b3, c, s3);
+            softmaxGradRow(p, dp, ds, b0, c, s0);
+            softmaxGradRow(p, dp, ds, b1, c, s1);
+            softmaxGradRow(p, dp, ds, b2, c, s2);
+            softmaxGradRow(p, dp, ds, b3, c, s3);
         }
         for (; o < to; o++) {
             float s = dot(p, dp, o * c, c);
             if (d != null) d[o] = s;
-            scaleRow(p, dp, ds, o * c, c, s);
+            softmaxGradRow(p, dp, ds, o * c, c, s);
         }
     }
 
@@ -277,7 +298,7 @@ final class PlanKernels {
     }
 
     /** ds[base + j] = p·(dp − t) for j < c, in lanes. */
-    private static void scaleRow(float[] p, float[] dp, float[] ds, int base, int c, float t) {
+    private static void softmaxGradRow(float[] p, float[] dp, float[] ds, int base, int c, float t) {
         int j = 0;
         for (int end = FS.loopBound(c); j < end; j += LANES) {
             FloatVector pv = FloatVector.fromArray(FS, p, base + j), s = FloatVector.fromArray(FS, dp, base + j).sub(t);
@@ -304,8 +325,8 @@ final class PlanKernels {
     /** As Kernels.logSoftmax / softmax along an axis (outer, c, inner). */
     static void softmax(float[] a, float[] y, int outer, int c, int inner, boolean log) {
         if (c == 0) return;
-        if (inner == 1) { range(outer, c * 4, (f, t) -> softmaxRows(a, y, f, t, c, log)); return; }
-        range(outer * inner, c * 4, (f, t) -> {
+        if (inner == 1) { rows(outer, c, 4, (f, t) -> softmaxRows(a, y, f, t, c, log)); return; }
+        rows(outer * inner, c, 4, (f, t) -> {
             for (int oi = f; oi < t; oi++) {
                 int o = oi / inner, i = oi % inner, base = o * c * inner + i;
                 float m = a[base];
@@ -404,7 +425,7 @@ final class PlanKernels {
      * q = 1 / √(ss / dd + eps); y = u·q (·w). {@code w} and {@code res} may be null.
      */
     static void rmsnorm(float[] a, float[] w, float[] res, float[] y, int rows, int dd, float eps) {
-        range(rows, dd * 4, (f, t) -> {
+        rows(rows, dd, 4, (f, t) -> {
             float[] u = new float[ROW_BLOCK * dd], sq = new float[ROW_BLOCK * dd], ss = new float[ROW_BLOCK];
             for (int r0 = f; r0 < t; r0 += ROW_BLOCK) {
                 int n = Math.min(ROW_BLOCK, t - r0);
@@ -450,8 +471,8 @@ final class PlanKernels {
 
     /** As Kernels.rope: x batch·[t, w], tables [L, half]; heads of width hd rotate their first 2·half dims. */
     static void rope(float[] a, float[] cs, float[] sn, float[] y, int batch, int t, int w, int heads, int hd, int half, int start) {
-        System.arraycopy(a, 0, y, 0, batch * t * w);
-        range(batch * t, w * 4, (f, to) -> {
+        rows(batch * t, w, 4, (f, to) -> {
+            System.arraycopy(a, f * w, y, f * w, (to - f) * w);          // the dims past the rotary ones pass through
             for (int bt = f; bt < to; bt++) {
                 int row = bt % t, base = bt * w, tab = (start + row) * half;
                 for (int h = 0; h < heads; h++) ropeHead(a, cs, sn, y, base + h * hd, tab, half);
