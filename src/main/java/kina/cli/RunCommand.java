@@ -49,6 +49,8 @@ final class RunCommand implements Callable<Integer> {
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
+        if (out != null && Files.exists(out) && !Files.isDirectory(out))       // before the run, which may be long
+            throw new KinaException(null, "--out " + out + ": not a directory (the results are written into it as .npy files)");
         Program checked = Source.load(file);
         if (oracle && cotangentInputs)
             throw new KinaException(null, "--cotangent-inputs works on the recorded gradient; drop --oracle");
@@ -108,7 +110,7 @@ final class RunCommand implements Callable<Integer> {
             try {
                 Files.createDirectories(out);
             } catch (java.io.IOException e) {
-                throw new KinaException(null, out + ": cannot create directory (" + e.getMessage() + ")");
+                throw new KinaException(null, "--out " + out + ": cannot create the directory (" + e.getMessage() + ")");
             }
             if (parts.size() == 1 && result instanceof Tensor) Npy.write(out.resolve("result.npy"), parts.getFirst());
             else for (int i = 0; i < parts.size(); i++) Npy.write(out.resolve("result_" + i + ".npy"), parts.get(i));

@@ -16,7 +16,7 @@ import picocli.CommandLine.Option;
 final class SampleCommand implements Callable<Integer> {
     @Option(names = "--checkpoint", paramLabel = "DIR", description = "A run directory or one of its step directories (default: ${DEFAULT-VALUE}).", defaultValue = "runs/latest")
     Path checkpoint;
-    @Option(names = "--prompt", description = "The text to continue (default: '${DEFAULT-VALUE}').", defaultValue = "The ") String prompt;
+    @Option(names = "--prompt", description = "The text to continue; empty: start as after a line break (default: '${DEFAULT-VALUE}').", defaultValue = "The ") String prompt;
     @Option(names = "--tokens", description = "Bytes to generate (default: ${DEFAULT-VALUE}).", defaultValue = "200") int tokens;
     @Option(names = "--temperature", description = "Softmax temperature > 0 (default: ${DEFAULT-VALUE}).", defaultValue = "0.8") double temperature;
     @Option(names = "--top-k", description = "Draw from the k most likely bytes, 0 for all (default: ${DEFAULT-VALUE}).", defaultValue = "40") int topK;
@@ -33,7 +33,9 @@ final class SampleCommand implements Callable<Integer> {
         ck.requireWeights(want);
         Sampler s = new Sampler(c, ck.weights());
         byte[] p = prompt.getBytes(StandardCharsets.UTF_8);
-        int[] ids = ByteTokenizer.ids(p);
+        // An empty prompt starts as after a line break (the corpus's own boundary), not from a uniform
+        // draw over all 256 bytes, which mostly gave a stray non-ASCII byte first.
+        int[] ids = p.length == 0 ? new int[] {'\n'} : ByteTokenizer.ids(p);
         System.out.print(prompt);
         java.io.ByteArrayOutputStream pending = new java.io.ByteArrayOutputStream();
         s.generate(ids, tokens, temperature, topK, seed, b -> {

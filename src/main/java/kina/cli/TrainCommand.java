@@ -54,6 +54,14 @@ final class TrainCommand implements Callable<Integer> {
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
         if (wu < 0) throw new kina.ir.KinaException(null, "--warmup must be >= 0 (learning-rate warm-up steps)");
+        // NaN fails every comparison below, so each check is written as "not in range".
+        if (!(peak > 0 && peak < Double.POSITIVE_INFINITY))
+            throw new kina.ir.KinaException(null, "--lr " + peak + ": the peak learning rate must be a positive finite number");
+        if (!(momentum >= 0 && momentum < 1)) throw new kina.ir.KinaException(null, "--momentum " + momentum + ": must be in [0, 1)");
+        if (!(weightDecay >= 0 && weightDecay < Double.POSITIVE_INFINITY))
+            throw new kina.ir.KinaException(null, "--weight-decay " + weightDecay + ": must be a finite number >= 0");
+        if (!(clip >= 0 && clip < Double.POSITIVE_INFINITY))
+            throw new kina.ir.KinaException(null, "--clip " + clip + ": must be a finite number >= 0 (0: no clipping)");
         Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
         // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");

@@ -77,7 +77,7 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
     /** The named config; ConfigError listing the names when there is none. */
     public static Config byName(String name) {
         Config c = NAMED.get(name);
-        if (c == null) throw new ConfigError("'" + name + "'", "unknown config (known: " + String.join(", ", NAMED.keySet()) + ")");
+        if (c == null) throw new ConfigError("'" + name + "'", "unknown config (known: " + String.join(", ", NAMED.keySet()) + "; or a config file ending in .json)");
         return c;
     }
 

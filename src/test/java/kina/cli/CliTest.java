@@ -61,6 +61,15 @@ class CliTest {
         assertThat(Files.exists(dir.resolve("result.npy"))).isTrue();
     }
 
+    @Test void anOutThatIsAFileIsOneLineAndLeftAlone(@TempDir Path dir) throws Exception {
+        Path file = Files.writeString(dir.resolve("notes.txt"), "keep\n");
+        Result r = kina("run", "examples/nll.kina", "--random-inputs", "1", "--out", file.toString());
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).isEqualTo("error: --out " + file + ": not a directory (the results are written into it as .npy files)");
+        assertThat(r.out()).isEmpty();
+        assertThat(Files.readString(file)).isEqualTo("keep\n");
+    }
+
     @Test void gradPrintsAProgramThatChecksOnceTheInternalFormIsAbsent() throws Exception {
         Result r = kina("grad", "examples/storylm0_ad_step.kina");
         assertThat(r.code()).as(r.err()).isZero();
@@ -120,6 +129,35 @@ class CliTest {
         assertOneLine(kina("train", "--data", latin1.toString(), "--out", out.toString()), "error:", "UTF-8");
         assertOneLine(kina("train", "--config", config.toString(), "--out", out.toString()), "error:", "heads 3 does not divide d_model 64");
         assertThat(Files.exists(out)).isFalse();
+    }
+
+    /** Runs kina with System.out captured (sample and train print there), as UTF-8. */
+    static Result kinaCapturingStdout(String... args) {
+        java.io.PrintStream saved = System.out;
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try {
+            System.setOut(new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8));
+            Result r = kina(args);
+            System.out.flush();
+            return new Result(r.code(), bytes.toString(java.nio.charset.StandardCharsets.UTF_8) + r.out(), r.err());
+        } finally {
+            System.setOut(saved);
+        }
+    }
+
+    @Test void sampleContinuesThePromptAndAnEmptyPromptStartsAfterALineBreak(@TempDir Path dir) {
+        Path run = dir.resolve("run");
+        Result t = kinaCapturingStdout("train", "--steps", "2", "--batch", "1", "--eval-batches", "1", "--no-progress", "--out", run.toString());
+        assertThat(t.code()).as(t.err()).isZero();
+        Result a = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--prompt", "The ", "--tokens", "12", "--seed", "3");
+        assertThat(a.code()).as(a.err()).isZero();
+        assertThat(a.out()).startsWith("The ").endsWith("\n");
+        assertThat(kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--prompt", "The ", "--tokens", "12", "--seed", "3").out())
+                .isEqualTo(a.out());                                  // one seed, one text
+        Result empty = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--prompt", "", "--tokens", "12", "--seed", "3");
+        Result afterBreak = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--prompt", "\n", "--tokens", "12", "--seed", "3");
+        assertThat(empty.code()).as(empty.err()).isZero();
+        assertThat("\n" + empty.out()).isEqualTo(afterBreak.out());
     }
 
     @Test void badCheckpointsAreOneLine(@TempDir Path dir) throws Exception {

@@ -62,6 +62,24 @@ class TrainCommandTest {
         assertThat(warmup.err().strip()).isEqualTo("error: --warmup must be >= 0 (learning-rate warm-up steps)");
     }
 
+    @Test void badHyperparametersAreOneLineAndExitOneBeforeOutIsCreated(@TempDir Path dir) {
+        Path out = dir.resolve("run");
+        String[][] cases = {
+            {"--lr", "-1", "error: --lr -1.0: the peak learning rate must be a positive finite number"},
+            {"--lr", "0", "error: --lr 0.0: the peak learning rate must be a positive finite number"},
+            {"--lr", "NaN", "error: --lr NaN: the peak learning rate must be a positive finite number"},
+            {"--lr", "Infinity", "error: --lr Infinity: the peak learning rate must be a positive finite number"},
+            {"--momentum", "1", "error: --momentum 1.0: must be in [0, 1)"},
+            {"--weight-decay", "-0.1", "error: --weight-decay -0.1: must be a finite number >= 0"},
+            {"--clip", "NaN", "error: --clip NaN: must be a finite number >= 0 (0: no clipping)"}};
+        for (String[] c : cases) {
+            Result r = train("--steps", "1", c[0], c[1], "--out", out.toString());
+            assertThat(r.code()).as(c[0] + " " + c[1]).isEqualTo(1);
+            assertThat(r.err().strip()).isEqualTo(c[2]);
+            assertThat(out).doesNotExist();
+        }
+    }
+
     @Test void stepsNotBeyondTheCheckpointIsOneLineAndExitOne(@TempDir Path dir) {
         Path r1 = dir.resolve("r1");
         assertThat(train("--steps", "2", "--out", r1.toString()).code()).isZero();

@@ -36,7 +36,7 @@ class ConfigTest {
 
     @Test void unknownNameListsTheNames() {
         assertThatThrownBy(() -> Config.byName("huge")).isInstanceOf(ConfigError.class)
-                .hasMessage("config 'huge': unknown config (known: storylm0, tiny, small, medium)");
+                .hasMessage("config 'huge': unknown config (known: storylm0, tiny, small, medium; or a config file ending in .json)");
     }
 
     @Test void loadsAJsonFileWithDefaults() throws IOException {
