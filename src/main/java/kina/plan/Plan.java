@@ -355,14 +355,22 @@ public final class Plan {
      */
     static List<Op> softmaxGrads(List<Op> ops, Flatten ir) {
         int n = ops.size(), nSlots = ir.slots.size();
-        int[] producer = new int[nSlots], readers = new int[nSlots];
+        int[] producer = new int[nSlots], readers = new int[nSlots], firstReader = new int[nSlots], broadcastOf = new int[nSlots];
         Arrays.fill(producer, -1);
+        Arrays.fill(firstReader, -1);
+        Arrays.fill(broadcastOf, -1);
         boolean[] pinned = new boolean[nSlots];                      // outputs and viewed storage
         for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
         for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
-        for (int i = 0; i < n; i++) {
-            producer[ops.get(i).step().out()] = i;
-            for (int a : ops.get(i).args()) readers[ir.slots.get(a).root()]++;
+        for (int i = 0; i < n; i++) {                                // one pass: linear in the schedule
+            Op op = ops.get(i);
+            producer[op.step().out()] = i;
+            for (int a : op.args()) {
+                int r = ir.slots.get(a).root();
+                readers[r]++;
+                if (firstReader[r] < 0) firstReader[r] = i;
+            }
+            if (op.step().instr() instanceof Instr.Broadcast && broadcastOf[op.args()[0]] < 0) broadcastOf[op.args()[0]] = i;
         }
         Op[] replace = new Op[n];
         boolean[] dropped = new boolean[n];
@@ -372,37 +380,28 @@ public final class Plan {
             TensorType mt = ir.slots.get(m).type();
             if (dropped[i] || !(mul.step().instr() instanceof Instr.Mul) || mt.dtype() != DType.F32 || mt.rank() == 0
                     || pinned[m] || readers[m] != 1) continue;
-            Op sum = only(ops, ir, m, i);
-            if (sum == null || !(sum.step().instr() instanceof Instr.Sum(var _, int axis, boolean keep)) || axis != mt.rank() - 1 || !keep) continue;
+            Op sum = ops.get(firstReader[m]);
+            if (!(sum.step().instr() instanceof Instr.Sum(var _, int axis, boolean keep)) || axis != mt.rank() - 1 || !keep) continue;
             int d = sum.step().out();
-            Op bc = null;
-            for (int j = producer[d] + 1; j < n && bc == null; j++)
-                if (ops.get(j).step().instr() instanceof Instr.Broadcast && ops.get(j).args()[0] == d
-                        && ir.slots.get(ops.get(j).step().out()).type().equals(mt)) bc = ops.get(j);
-            if (bc == null || pinned[bc.step().out()] || readers[bc.step().out()] != 1) continue;
-            Op sub = only(ops, ir, bc.step().out(), producer[bc.step().out()]);
-            if (sub == null || !(sub.step().instr() instanceof Instr.Sub) || sub.args()[1] != bc.step().out()
-                    || pinned[sub.step().out()] || readers[sub.step().out()] != 1) continue;
-            Op scale = only(ops, ir, sub.step().out(), producer[sub.step().out()]);
-            if (scale == null || !(scale.step().instr() instanceof Instr.Mul)) continue;
+            if (broadcastOf[d] < 0) continue;
+            Op bc = ops.get(broadcastOf[d]);
+            int b = bc.step().out();
+            if (!ir.slots.get(b).type().equals(mt) || pinned[b] || readers[b] != 1) continue;
+            Op sub = ops.get(firstReader[b]);
+            if (!(sub.step().instr() instanceof Instr.Sub) || sub.args()[1] != b || pinned[sub.step().out()] || readers[sub.step().out()] != 1) continue;
             int dp = sub.args()[0], s = sub.step().out(), a0 = mul.args()[0], a1 = mul.args()[1];
+            Op scale = ops.get(firstReader[s]);
+            if (!(scale.step().instr() instanceof Instr.Mul)) continue;
             int p = a0 == dp ? a1 : a1 == dp ? a0 : -1;
             if (p < 0) continue;
             if (!(scale.args()[0] == p && scale.args()[1] == s) && !(scale.args()[0] == s && scale.args()[1] == p)) continue;
             List<Flatten.Step> also = readers[d] > 1 || pinned[d] ? List.of(sum.step()) : List.of();
             replace[i] = new Op(scale.step(), new int[] {p, dp}, false, false, null, also, true);
-            dropped[producer[d]] = dropped[producer[bc.step().out()]] = dropped[producer[s]] = dropped[producer[scale.step().out()]] = true;
+            dropped[producer[d]] = dropped[producer[b]] = dropped[producer[s]] = dropped[producer[scale.step().out()]] = true;
         }
         List<Op> out = new ArrayList<>();
         for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
         return out;
-    }
-
-    /** The one op after position {@code from} that reads {@code slot}, or null. */
-    private static Op only(List<Op> ops, Flatten ir, int slot, int from) {
-        for (int j = from + 1; j < ops.size(); j++)
-            for (int a : ops.get(j).args()) if (ir.slots.get(a).root() == slot) return ops.get(j);
-        return null;
     }
 
     /** Whether slots a and b hold the same value: one slot, or views of one storage with one type. */
