@@ -48,9 +48,22 @@ final class RunCommand implements Callable<Integer> {
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
+    /**
+     * --out must be a directory or creatable as one: its nearest existing ancestor (itself included)
+     * must be a writable directory. Checked before the program runs; nothing is created here.
+     */
+    private static void checkOut(Path out) {
+        Path p = out.toAbsolutePath().normalize();
+        while (p != null && !Files.exists(p)) p = p.getParent();
+        if (p == null) return;
+        if (!Files.isDirectory(p))
+            throw new KinaException(null, "--out " + out + ": " + (p.equals(out.toAbsolutePath().normalize()) ? "" : p + " ")
+                    + "is not a directory (the results are written into --out as .npy files)");
+        if (!Files.isWritable(p)) throw new KinaException(null, "--out " + out + ": " + p + " is not writable");
+    }
+
     @Override public Integer call() {
-        if (out != null && Files.exists(out) && !Files.isDirectory(out))       // before the run, which may be long
-            throw new KinaException(null, "--out " + out + ": not a directory (the results are written into it as .npy files)");
+        if (out != null) checkOut(out);                                      // before the run, which may be long
         Program checked = Source.load(file);
         if (oracle && cotangentInputs)
             throw new KinaException(null, "--cotangent-inputs works on the recorded gradient; drop --oracle");

@@ -40,6 +40,12 @@ final class TrainCommand implements Callable<Integer> {
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
+    /** The text the user gave for an option (as typed, not as parsed). */
+    private String given(String option) {
+        var m = spec.commandLine().getParseResult().matchedOption(option);
+        return m == null ? "(default)" : String.join(",", m.stringValues());
+    }
+
     @Override public Integer call() {
         Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
         if (steps < 1 || batch < 1 || evalEvery < 1 || evalBatches < 1 || checkpointEvery < 1)
@@ -54,14 +60,16 @@ final class TrainCommand implements Callable<Integer> {
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
         if (wu < 0) throw new kina.ir.KinaException(null, "--warmup must be >= 0 (learning-rate warm-up steps)");
-        // NaN fails every comparison below, so each check is written as "not in range".
+        // NaN fails every comparison below, so each check is written as "not in range". The options an
+        // optimizer does not use (--momentum for adamw, --weight-decay for sgd) are not checked.
         if (!(peak > 0 && peak < Double.POSITIVE_INFINITY))
-            throw new kina.ir.KinaException(null, "--lr " + peak + ": the peak learning rate must be a positive finite number");
-        if (!(momentum >= 0 && momentum < 1)) throw new kina.ir.KinaException(null, "--momentum " + momentum + ": must be in [0, 1)");
-        if (!(weightDecay >= 0 && weightDecay < Double.POSITIVE_INFINITY))
-            throw new kina.ir.KinaException(null, "--weight-decay " + weightDecay + ": must be a finite number >= 0");
+            throw new kina.ir.KinaException(null, "--lr " + given("--lr") + ": the peak learning rate must be a positive finite number");
+        if (opt instanceof Optimizer.Sgd && !(momentum >= 0 && momentum < 1))
+            throw new kina.ir.KinaException(null, "--momentum " + given("--momentum") + ": must be in [0, 1)");
+        if (opt instanceof Optimizer.AdamW && !(weightDecay >= 0 && weightDecay < Double.POSITIVE_INFINITY))
+            throw new kina.ir.KinaException(null, "--weight-decay " + given("--weight-decay") + ": must be a finite number >= 0");
         if (!(clip >= 0 && clip < Double.POSITIVE_INFINITY))
-            throw new kina.ir.KinaException(null, "--clip " + clip + ": must be a finite number >= 0 (0: no clipping)");
+            throw new kina.ir.KinaException(null, "--clip " + given("--clip") + ": must be a finite number >= 0 (0: no clipping)");
         Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
         // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");

@@ -389,7 +389,7 @@ public final class Matmul {
         // ---- F64: the same loop nest with DoubleVector --------------------------------------------
 
         static final class ScratchD {
-            double[] a = new double[(MC + MR) * KC], b = new double[0], tile = new double[MR * NRD];
+            double[] a = new double[0], b = new double[0], tile = new double[MR * NRD];
             private static final ThreadLocal<ScratchD> LOCAL = ThreadLocal.withInitial(ScratchD::new);
             static ScratchD get() { return LOCAL.get(); }
         }
@@ -400,6 +400,7 @@ public final class Matmul {
             int cols = j1 - j0, panels = (cols + NRD - 1) / NRD;
             int kcMax = Math.min(KC, k), mcStep = mcStep(i1 - i0);
             if (s.b.length < panels * NRD * kcMax) s.b = new double[panels * NRD * kcMax];
+            if (s.a.length < mcStep * kcMax) s.a = new double[mcStep * kcMax];
             double[] pa = s.a, pb = s.b, tile = s.tile;
             for (int pc = 0; pc < k; pc += KC) {
                 int kc = Math.min(KC, k - pc);

@@ -217,11 +217,12 @@ final class PlanKernels {
             rows(outer, c, 1, (f, t) -> foldRows(a, y, f, t, c));
             return;
         }
-        // Column blocks of COLS run in parallel (each output's order unchanged): a block walks the c rows contiguously.
-        int blocks = (inner + COLS - 1) / COLS;
-        rows(outer * blocks, COLS * c, 1, (f, t) -> {
+        // Column blocks run in parallel (each output's order unchanged): a block walks the c rows
+        // contiguously; at most COLS wide, and at least four blocks when inner allows 128-wide ones.
+        int cols = Math.min(COLS, Math.max(128, (inner + 3) / 4)), blocks = (inner + cols - 1) / cols;
+        rows(outer * blocks, Math.min(cols, inner) * c, 1, (f, t) -> {
             for (int ob = f; ob < t; ob++) {
-                int o = ob / blocks, i0 = ob % blocks * COLS, w = Math.min(COLS, inner - i0);
+                int o = ob / blocks, i0 = ob % blocks * cols, w = Math.min(cols, inner - i0);
                 int out = o * inner + i0, in = o * c * inner + i0;
                 System.arraycopy(a, in, y, out, w);
                 for (int ci = 1; ci < c; ci++) {
@@ -232,7 +233,7 @@ final class PlanKernels {
         });
     }
 
-    /** Columns per parallel block of a sum over a middle axis. */
+    /** Most columns per parallel block of a sum over a middle axis. */
     private static final int COLS = 1024;
 
     /**

@@ -65,8 +65,14 @@ class CliTest {
         Path file = Files.writeString(dir.resolve("notes.txt"), "keep\n");
         Result r = kina("run", "examples/nll.kina", "--random-inputs", "1", "--out", file.toString());
         assertThat(r.code()).isEqualTo(1);
-        assertThat(r.err().strip()).isEqualTo("error: --out " + file + ": not a directory (the results are written into it as .npy files)");
+        assertThat(r.err().strip()).isEqualTo("error: --out " + file + ": is not a directory (the results are written into --out as .npy files)");
         assertThat(r.out()).isEmpty();
+        Path under = file.resolve("sub");
+        Result below = kina("run", "examples/nll.kina", "--random-inputs", "1", "--out", under.toString());
+        assertThat(below.code()).isEqualTo(1);
+        assertThat(below.err().strip()).isEqualTo("error: --out " + under + ": " + file.toAbsolutePath().normalize()
+                + " is not a directory (the results are written into --out as .npy files)");
+        assertThat(below.out()).isEmpty();
         assertThat(Files.readString(file)).isEqualTo("keep\n");
     }
 

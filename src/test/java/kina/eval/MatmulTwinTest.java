@@ -18,11 +18,16 @@ class MatmulTwinTest {
         check(rng, threads, batch, m, k, n);
     }
 
-    /** Shapes up to ~300 (K past one cache block of 256, ragged edges in M and N), both transposes. */
+    /**
+     * Shapes up to ~300 (ragged edges in M and N), both transposes; one draw in four has K past a
+     * cache block of {@link Matmul#KC} (chains continued from out), with small M and N to stay quick.
+     */
     @Property(tries = 25)
     void largeShapesWithTransposes(@ForAll long seed, @ForAll @IntRange(min = 1, max = 3) int threads) {
         SplittableRandom rng = new SplittableRandom(seed);
-        int batch = 1 + rng.nextInt(2), m = 1 + rng.nextInt(300), k = 1 + rng.nextInt(300), n = 1 + rng.nextInt(300);
+        boolean longK = rng.nextInt(4) == 0;
+        int batch = 1 + rng.nextInt(2), m = 1 + rng.nextInt(longK ? 60 : 300), n = 1 + rng.nextInt(longK ? 60 : 300);
+        int k = longK ? Matmul.KC + 1 + rng.nextInt(300) : 1 + rng.nextInt(300);
         check(rng, threads, batch, m, k, n);
     }
 
@@ -30,7 +35,8 @@ class MatmulTwinTest {
     @Test
     void fixedShapes() {
         SplittableRandom rng = new SplittableRandom(11);
-        int[][] shapes = {{1, 96, 256, 32}, {2, 48, 257, 33}, {1, 128, 64, 172}, {4, 64, 32, 64}, {1, 6, 512, 16}, {1, 7, 1, 17}};
+        int[][] shapes = {{1, 96, 256, 32}, {2, 48, 257, 33}, {1, 128, 64, 172}, {4, 64, 32, 64}, {1, 6, 512, 16}, {1, 7, 1, 17},
+            {1, 9, Matmul.KC + 1, 20}};
         for (int threads = 1; threads <= 3; threads++)
             for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
     }
