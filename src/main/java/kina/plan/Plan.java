@@ -27,7 +27,8 @@ import kina.ir.TensorType;
  * <p>Compilation: {@link Flatten} (calls inlined, tuples and reshapes resolved to slots, constants
  * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
  * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
- * transA/transB flags; chains of elementwise steps fused into single passes ({@link Fusion}: values
+ * transA/transB flags; a softmax's backward over the last axis run as one row pass
+ * ({@link #softmaxGrads}); chains of elementwise steps fused into single passes ({@link Fusion}: values
  * read only inside a chain and scalar broadcasts feeding it get no buffer); an attention step
  * writes the backward's attention_probs over the same operands too ({@link #sharedProbs}); liveness (the last
  * reader of every storage) and a best-fit arena in which a
@@ -42,7 +43,8 @@ public final class Plan {
      * or a fused elementwise pass ({@code group} non-null: args are its input slots, {@code step}
      * its last member's, the values it writes are {@code group.outs()}). {@code also}: steps not
      * scheduled because this op's kernel writes their values too (an attention's attention_probs,
-     * see {@link #sharedProbs}); empty for most.
+     * see {@link #sharedProbs}; a softmax backward's row sums); empty for most. {@code softmaxGrad}:
+     * the op is {@link #softmaxGrads}'s row pass (args [p, dp], step the last mul's).
      */
     record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group, List<Flatten.Step> also,
               boolean softmaxGrad) {
@@ -351,7 +353,8 @@ public final class Plan {
      * b read only by s = sub(dp, b), s read only by ds = mul(p, s) or mul(s, p); m, b, s no output
      * and not viewed. Per row the kernel folds the products in increasing index (the sum's order)
      * and then writes p·(dp − d), the same roundings as the steps (IEEE products commute, so either
-     * operand order), so the bits are theirs; m, b and s get no buffer. The op runs where the first mul did (its operands are live there).
+     * operand order), so the bits are theirs; m, b and s get no buffer. The op runs where the first
+     * mul did (its operands are live there). One pass collects readers: linear in the schedule.
      */
     static List<Op> softmaxGrads(List<Op> ops, Flatten ir) {
         int n = ops.size(), nSlots = ir.slots.size();
