@@ -6,29 +6,31 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
 import kina.check.Checker;
-import kina.eval.Interpreter;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
+import kina.plan.Plan;
 import kina.syntax.Parser;
 
 /**
  * Autoregressive generation from a trained StoryLM: the logits program of the config run on the
  * last seq bytes of the text (left-aligned; causal attention makes the padding after the last
  * real byte irrelevant), the next byte drawn from softmax(logits / temperature) restricted to the
- * top k, with a seeded generator. No KV cache: each byte reruns the window (correctness first).
+ * top k, with a seeded generator. The logits program runs as a compiled {@link Plan} (the
+ * interpreter's bits, about 4× faster on medium). No KV cache: each byte reruns the window.
  */
 public final class Sampler {
     private final Config c;
     private final Map<String, Tensor> weights;
-    private final Program logits;
+    private final Plan logits;
     private final Tensor cos, sin;
 
     public Sampler(Config c, Map<String, Tensor> weights) {
         this.c = c;
         this.weights = weights;
-        this.logits = Checker.check(Parser.parse("<storylm " + c.name() + " logits>", StoryLm.logits(c)));
+        Program p = Checker.check(Parser.parse("<storylm " + c.name() + " logits>", StoryLm.logits(c)));
+        this.logits = Plan.compile(p);
         Tensor[] t = Trainer.ropeTables(c);
         this.cos = t[0];
         this.sin = t[1];
@@ -54,7 +56,7 @@ public final class Sampler {
             in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, 1, t), ids));
             in.put("cos", cos);
             in.put("sin", sin);
-            Tensor out = (Tensor) new Interpreter(in).run(logits);
+            Tensor out = logits.run(in).getFirst();
             int row = Math.max(0, used - 1);
             double[] p = new double[v];
             double max = Double.NEGATIVE_INFINITY;
