@@ -333,9 +333,9 @@ public final class TypeRules {
     private static TensorType attentionProduct(String op, TensorType a, TensorType b, Instr.AttnOpts o,
                                                Instr.AttentionProduct.Form form) {
         floating(op, a);
+        if (o.kvHeads() < 1 || o.heads() % o.kvHeads() != 0)
+            throw new Mismatch(op, "kv_heads " + o.kvHeads() + " must divide heads " + o.heads());
         if (form == Instr.AttentionProduct.Form.QK) {
-            if (o.kvHeads() < 1 || o.heads() % o.kvHeads() != 0)
-                throw new Mismatch(op, "kv_heads " + o.kvHeads() + " must divide heads " + o.heads());
             long hd = headWidth(op, "a", a, o.heads()), kd = headWidth(op, "b", b, o.kvHeads());
             int r = a.rank();
             Shape lead = a.shape().prefix(r - 2);
@@ -353,8 +353,6 @@ public final class TypeRules {
         if (r < 2 || a.rank() != r + 1 || !a.shape().prefix(r - 2).equals(b.shape().prefix(r - 2))
                 || a.dtype() != b.dtype() || a.placement() != b.placement() || a.shape().dim(r - 2) != o.heads())
             throw new Mismatch(op, want);
-        if (o.kvHeads() < 1 || o.heads() % o.kvHeads() != 0)
-            throw new Mismatch(op, "kv_heads " + o.kvHeads() + " must divide heads " + o.heads());
         long t = a.shape().dim(r - 1), l = a.shape().dim(r);
         if (b.shape().dim(r - 2) != (pk ? l : t)) throw new Mismatch(op, want);
         long hd = headWidth(op, "b", b, pk ? o.kvHeads() : o.heads());

@@ -277,7 +277,10 @@ public sealed interface Instr extends Rhs {
         public long lo(int row) { return lo(start, window, chunk, row); }
 
         /** The last key position query row {@code row} attends among l keys: min(start + row, l − 1). */
-        public int hi(int row, int l) { return (int) Math.min((long) start + row, l - 1L); }
+        public int hi(int row, int l) { return hi(start, row, l); }
+
+        /** hi for the given start (the plan's kernels share it). */
+        public static int hi(int start, int row, int l) { return (int) Math.min((long) start + row, l - 1L); }
 
         /** lo for the given start, window and chunk: the mask rule in one place (the plan's kernels share it). */
         public static long lo(int start, int window, int chunk, int row) {

@@ -11,6 +11,11 @@ import kina.eval.Parallel;
  * instruction's order; lanes run across independent outputs (keys for QK, features e for PK and
  * PQ), and a lanewise fma is Math.fma per lane, so the chains are the oracle's. Pairs that are not
  * attended are never computed: a causal product costs half of a matmul's work.
+ *
+ * <p>The pair kernels ({@link #pkPair}, {@link #pqPair}) write each row's own segments (before the
+ * shared range, after it) out in full, row A's then row B's: a helper taking the accumulators would
+ * get them boxed (C2 passes a vector to a method it did not inline as an object), and one that
+ * stored and reloaded them through memory per segment ran slower at T = 128 (measured in session 3).
  */
 final class AttentionProducts {
     private AttentionProducts() {}
@@ -158,15 +163,20 @@ final class AttentionProducts {
             int bt = bh / h, hh = bh % h;
             int xBase = bt * l * xStride + (hh / grp) * hd, sBase = (bt * h + hh) * rows * l, yBase = bt * rows * yStride + hh * hd;
             int blocks = hd / EB;
-            float[] xp = scratch(0, blocks * l * EB)[1];                // x's kv head in blocks of EB features: [block][l][EB]
-            for (int eb = 0; eb < blocks; eb++)
-                for (int j = 0; j < l; j++) System.arraycopy(x, xBase + j * xStride + eb * EB, xp, (eb * l + j) * EB, EB);
+            float[] xp = scratch(0, blocks * l * EB)[1];
+            headBlocks(x, xBase, xStride, l, blocks, xp);
             int t = 0;
             for (; t + 1 < rows; t += 2)
                 pkPair(s, sBase + t * l, sBase + (t + 1) * l, lo(g, t), g.hi(t), lo(g, t + 1), g.hi(t + 1),
                         xp, l, blocks, x, xBase, xStride, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride);
             if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), x, xBase, xStride, hd, 0, y, yBase + t * yStride);
         });
+    }
+
+    /** xp[(b·n + j)·EB + e] = x[base + j·stride + b·EB + e]: one head of n rows in blocks of EB features ([block][n][EB]). */
+    static void headBlocks(float[] x, int base, int stride, int n, int blocks, float[] xp) {
+        for (int b = 0; b < blocks; b++)
+            for (int j = 0; j < n; j++) System.arraycopy(x, base + j * stride + b * EB, xp, (b * n + j) * EB, EB);
     }
 
     /**

@@ -48,7 +48,7 @@ final class Lower {
         if (op.group() != null) return Fusion.bind(op.group(), buf);
         if (op.softmaxGrad()) {
             Shape s = type(op.args()[0]).shape();
-            int c = (int) s.dim(s.rank() - 1), rows = c == 0 ? prod(s, 0, s.rank() - 1) : n(op.args()[0]) / c;
+            int c = (int) s.dim(s.rank() - 1), rows = prod(s, 0, s.rank() - 1);
             float[] p = f(op.args()[0]), dp = f(op.args()[1]), ds = f(op.step().out());
             float[] d = op.also().isEmpty() ? null : f(op.also().getFirst().out());
             return () -> PlanKernels.softmaxGrad(p, dp, ds, d, rows, c);

@@ -507,7 +507,7 @@ final class PlanKernels {
 
         long lo(int row) { return kina.ir.Instr.AttnOpts.lo(start, window, chunk, row); }
 
-        int hi(int row) { return (int) Math.min((long) start + row, l - 1L); }
+        int hi(int row) { return kina.ir.Instr.AttnOpts.hi(start, row, l); }
     }
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
@@ -715,7 +715,7 @@ final class PlanKernels {
      */
     static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] probs, float[] shares) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int vStride = kv * hd, ps = probStride(l), blocks = hd / AttentionProducts.EB, eb_ = AttentionProducts.EB;
+        int vStride = kv * hd, ps = probStride(l), blocks = hd / AttentionProducts.EB;
         long cost = (long) g.batch() * h * rows * l * hd * (y == null ? 1 : 2);
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
@@ -724,9 +724,7 @@ final class PlanKernels {
             int[] los = new int[RB], his = new int[RB];
             int kBase = bt * l * kv * hd + (hh / grp) * hd, qStride = h * hd;
             AttentionProducts.transposeKeys(ka, kBase, vStride, l, hd, kt);
-            if (y != null)                             // v's head in blocks of EB features, [block][l][EB]
-                for (int b = 0; b < blocks; b++)
-                    for (int j = 0; j < l; j++) System.arraycopy(va, kBase + j * vStride + b * eb_, vp, (b * l + j) * eb_, eb_);
+            if (y != null) AttentionProducts.headBlocks(va, kBase, vStride, l, blocks, vp);
             for (int r0 = 0; r0 < rows; r0 += RB) {
                 int nr = Math.min(RB, rows - r0);
                 probsBlock(g, qa, kt, bt, hh, r0, nr, sinks, p, ps, share, los, his, zs);

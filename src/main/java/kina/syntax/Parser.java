@@ -137,13 +137,11 @@ public final class Parser {
     }
 
     /** IR-internal instructions that the printer shows as {@code %name(…)} and the parser refuses. */
-    private static final Map<String, String> INTERNAL = Map.of(
-            "scatter_add", "scatter_add is IR-internal (made by transform_ad); it has no surface form",
-            "scatter_along_axis", "scatter_along_axis is IR-internal (made by transform_ad); it has no surface form",
-            "attention_probs", "attention_probs is IR-internal (made by transform_ad); it has no surface form",
-            "attention_qk", "attention_qk is IR-internal (made by transform_ad); it has no surface form",
-            "attention_pk", "attention_pk is IR-internal (made by transform_ad); it has no surface form",
-            "attention_pq", "attention_pq is IR-internal (made by transform_ad); it has no surface form");
+    /** The IR-internal instructions transform_ad makes: they have no surface form. */
+    private static final java.util.Set<String> INTERNAL = java.util.Set.of(
+            "scatter_add", "scatter_along_axis", "attention_probs", "attention_qk", "attention_pk", "attention_pq");
+
+    private static String internal(String name) { return name + " is IR-internal (made by transform_ad); it has no surface form"; }
 
     // ---- operands: an expression parsed but not yet bound ----------------------------------
 
@@ -327,7 +325,7 @@ public final class Parser {
             if (name.kind() != Kind.IDENT) throw expected("a method name after '.'", name);
             next();
             Method m = METHODS.get(name.text());
-            if (m == null && INTERNAL.containsKey(name.text())) throw new SyntaxError(name.pos(), INTERNAL.get(name.text()));
+            if (m == null && INTERNAL.contains(name.text())) throw new SyntaxError(name.pos(), internal(name.text()));
             if (m == null)
                 throw new SyntaxError(name.pos(), "unknown method '" + name.text() + "'; known methods: "
                         + String.join(", ", METHODS.keySet()));
@@ -409,8 +407,7 @@ public final class Parser {
             }
             case INTERNAL -> {
                 String name = t.text().substring(1);
-                String why = INTERNAL.get(name);
-                throw new SyntaxError(t.pos(), why != null ? why
+                throw new SyntaxError(t.pos(), INTERNAL.contains(name) ? internal(name)
                         : "'" + t.text() + "' is an IR-internal name; write the expression itself");
             }
             case KEYWORD -> {
