@@ -152,6 +152,80 @@ final class AttentionProducts {
         }
     }
 
+    // ---- QK then the softmax backward: ds = p·(qk(g, v) − Σ p·qk(g, v)) -------------------------------
+
+    /**
+     * attention_qk(a, b) and the softmax backward over it in one pass (Plan.qkSoftmaxGrads), the bits
+     * of {@link #qk} then PlanKernels.softmaxGrad: per row of head h, dp_j = QK's chain for j in
+     * [lo, hi] and +0.0 elsewhere; d = Σ_j p_j·dp_j, products folded in increasing j over the whole
+     * row; ds_j = p_j·(dp_j − d). The kernel reads and computes [lo, hi] only: p is attention_probs
+     * with the same mask, so a left-out pair's product is +0.0·+0.0, and adding +0.0 to a sequential
+     * float fold changes nothing but a −0.0 total (a sum is −0.0 only when every term is), so d is
+     * the fold over [lo, hi], then + 0.0 when the row leaves any pair out; a left-out ds_j is
+     * +0.0·(+0.0 − d). a [batch, rows, H·hd], b [batch, l, KV·hd]; p, ds [batch, H, rows, l]; d
+     * [batch, H, rows] or null (not wanted).
+     */
+    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d) {
+        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
+        int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
+        if (l == 0) { if (d != null) Arrays.fill(d, 0, g.batch() * h * rows, 0f); return; }
+        long cost = (long) g.batch() * h * rows * l * (hd + 6) / 2;
+        Parallel.forEach(g.batch() * h, cost, bh -> {
+            int bt = bh / h, hh = bh % h;
+            float[][] sc = scratch(4 * ps, kBlocks * hd * KB);
+            float[] dp = sc[0], kt = sc[1], m = new float[4 * ps], z = new float[4];
+            int[] los = new int[4], his = new int[4];
+            transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
+            for (int r0 = 0; r0 < rows; r0 += 4) {
+                int nr = Math.min(4, rows - r0), jlo = Integer.MAX_VALUE, jhi = -1;
+                boolean all = nr == 4;
+                for (int i = 0; i < nr; i++) {
+                    int rl = lo(g, r0 + i), rh = g.hi(r0 + i);
+                    los[i] = rl;
+                    his[i] = rh;
+                    if (rl <= rh) { jlo = Math.min(jlo, rl); jhi = Math.max(jhi, rh); } else all = false;
+                }
+                int aOff = (bt * rows + r0) * aStride + hh * hd;
+                if (jhi >= 0) {
+                    int j0 = jlo / KB * KB;
+                    if (hd == 0) Arrays.fill(dp, 0, 4 * ps, 0f);
+                    else if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, dp, ps);
+                    else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, dp, i * ps);
+                }
+                int base0 = ((bt * h + hh) * rows + r0) * l;
+                for (int i = 0; i < nr; i++) {              // the products, and each fold's first term
+                    int rl = los[i], rh = his[i], pb = base0 + i * l;
+                    if (rl > rh) continue;
+                    int j = rl;
+                    for (int end = rh + 1 - LANES; j <= end; j += LANES)
+                        FloatVector.fromArray(FS, p, pb + j).mul(FloatVector.fromArray(FS, dp, i * ps + j)).intoArray(m, i * ps + j);
+                    for (; j <= rh; j++) m[i * ps + j] = p[pb + j] * dp[i * ps + j];
+                    z[i] = m[i * ps + rl];
+                }
+                if (!all || !PlanKernels.zFold4(m, ps, los, his, z))
+                    for (int i = 0; i < nr; i++) {
+                        if (los[i] > his[i]) continue;
+                        float zi = z[i];
+                        for (int j = i * ps + los[i] + 1, end = i * ps + his[i] + 1; j < end; j++) zi = zi + m[j];
+                        z[i] = zi;
+                    }
+                for (int i = 0; i < nr; i++) {
+                    int rl = los[i], rh = his[i], pb = base0 + i * l;
+                    float t = rl > rh ? 0f : rl > 0 || rh < l - 1 ? z[i] + 0f : z[i];
+                    if (d != null) d[(bt * h + hh) * rows + r0 + i] = t;
+                    float out = 0f * (0f - t);                  // a left-out pair: p = dp = +0.0
+                    if (rl > rh) { Arrays.fill(ds, pb, pb + l, out); continue; }
+                    Arrays.fill(ds, pb, pb + rl, out);
+                    int j = rl;
+                    for (int end = rh + 1 - LANES; j <= end; j += LANES)
+                        FloatVector.fromArray(FS, p, pb + j).mul(FloatVector.fromArray(FS, dp, i * ps + j).sub(t)).intoArray(ds, pb + j);
+                    for (; j <= rh; j++) ds[pb + j] = p[pb + j] * (dp[i * ps + j] - t);
+                    Arrays.fill(ds, pb + rh + 1, pb + l, out);
+                }
+            }
+        });
+    }
+
     // ---- PK: y[t, h, e] = Σ_j s[h, t, j]·x[j, kv(h), e] ------------------------------------------
 
     /** PK: s [batch, H, rows, l], x [batch, l, KV·hd] → y [batch, rows, H·hd]; +0.0 for a row with no key. */

@@ -165,7 +165,7 @@ final class Fusion {
     }
 
     private static boolean fusible(Plan.Op op, Flatten ir) {
-        return !op.softmaxGrad() && code(op.step().instr()) != null && floating(ir.slots.get(op.step().out()).type());
+        return op.pass() == Plan.RowPass.NONE && code(op.step().instr()) != null && floating(ir.slots.get(op.step().out()).type());
     }
 
     private static int root(Flatten ir, int slot) { return ir.slots.get(slot).root(); }

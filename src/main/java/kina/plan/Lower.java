@@ -46,7 +46,14 @@ final class Lower {
 
     Runnable bind(Plan.Op op) {
         if (op.group() != null) return Fusion.bind(op.group(), buf);
-        if (op.softmaxGrad()) {
+        if (op.pass() == Plan.RowPass.QK_SOFTMAX_GRAD) {
+            Instr.AttnOpts o = ((Instr.AttentionProduct) op.qk().instr()).opts();
+            PlanKernels.Attn g = attn(op.args()[1], op.args()[2], o);
+            float[] p = f(op.args()[0]), gy = f(op.args()[1]), v = f(op.args()[2]), ds = f(op.step().out());
+            float[] d = op.also().isEmpty() ? null : f(op.also().getFirst().out());
+            return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, d);
+        }
+        if (op.pass() == Plan.RowPass.SOFTMAX_GRAD) {
             Shape s = type(op.args()[0]).shape();
             int c = (int) s.dim(s.rank() - 1), rows = prod(s, 0, s.rank() - 1);
             float[] p = f(op.args()[0]), dp = f(op.args()[1]), ds = f(op.step().out());
@@ -61,7 +68,7 @@ final class Lower {
 
     /** Which (instruction, dtype) pairs have a native kernel. */
     private boolean nativeKernel(Plan.Op op) {
-        if (op.group() != null || op.softmaxGrad()) return true;
+        if (op.group() != null || op.pass() != Plan.RowPass.NONE) return true;
         int[] a = op.args();
         return switch (op.step().instr()) {
             case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Reshape _ -> false;

@@ -28,7 +28,7 @@ import kina.ir.TensorType;
  * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
  * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
  * transA/transB flags; a softmax's backward over the last axis run as one row pass
- * ({@link #softmaxGrads}); chains of elementwise steps fused into single passes ({@link Fusion}: values
+ * ({@link #softmaxGrads}), with the attention_qk that makes its dp computed inside it ({@link #qkSoftmaxGrads}); chains of elementwise steps fused into single passes ({@link Fusion}: values
  * read only inside a chain and scalar broadcasts feeding it get no buffer); an attention step
  * writes the backward's attention_probs over the same operands too ({@link #sharedProbs}); liveness (the last
  * reader of every storage) and a best-fit arena in which a
@@ -38,20 +38,25 @@ import kina.ir.TensorType;
  */
 public final class Plan {
 
+    /** What a row pass replaced: the steps of a softmax's backward, alone or after the attention_qk that makes dp. */
+    enum RowPass { NONE, SOFTMAX_GRAD, QK_SOFTMAX_GRAD }
+
     /**
      * A scheduled step: its operands after folding, and whether operand 0 / 1 is read transposed;
      * or a fused elementwise pass ({@code group} non-null: args are its input slots, {@code step}
      * its last member's, the values it writes are {@code group.outs()}). {@code also}: steps not
      * scheduled because this op's kernel writes their values too (an attention's attention_probs,
-     * see {@link #sharedProbs}; a softmax backward's row sums); empty for most. {@code softmaxGrad}:
-     * the op is {@link #softmaxGrads}'s row pass (args [p, dp], step the last mul's).
+     * see {@link #sharedProbs}; a softmax backward's row sums); empty for most. {@code pass}:
+     * SOFTMAX_GRAD, the op is {@link #softmaxGrads}'s row pass (args [p, dp], step the last mul's);
+     * QK_SOFTMAX_GRAD, that pass with dp = attention_qk(g, v) computed inside it ({@link #qkSoftmaxGrads};
+     * args [p, g, v], {@code qk} the attention_qk step, which is not scheduled).
      */
     record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group, List<Flatten.Step> also,
-              boolean softmaxGrad) {
-        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of(), false); }
+              RowPass pass, Flatten.Step qk) {
+        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of(), RowPass.NONE, null); }
 
         Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group) {
-            this(step, args, transA, transB, group, List.of(), false);
+            this(step, args, transA, transB, group, List.of(), RowPass.NONE, null);
         }
 
         /** The slots this op writes. */
@@ -64,9 +69,14 @@ public final class Plan {
         }
 
         /** The step kind in reports. */
-        String kind() { return softmaxGrad ? "softmax_grad" : group == null ? step.instr().op() : "fused"; }
+        String kind() {
+            return switch (pass) {
+                case SOFTMAX_GRAD -> "softmax_grad";
+                case QK_SOFTMAX_GRAD -> "qk_softmax_grad";
+                case NONE -> group == null ? step.instr().op() : "fused";
+            };
+        }
     }
-
 
     private final Flatten ir;
     private final List<Op> ops;
@@ -86,7 +96,7 @@ public final class Plan {
         this.ir = ir;
         List<Flatten.Step> live = deadStepsDropped(ir);
         List<Op> folded = folded(live, ir);
-        List<Op> fused = fuse ? Fusion.fuse(softmaxGrads(folded, ir), ir) : folded;
+        List<Op> fused = fuse ? Fusion.fuse(qkSoftmaxGrads(softmaxGrads(folded, ir), ir), ir) : folded;
         this.ops = share ? sharedProbs(fused, ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         // ---- liveness: def and last read of every storage (root slot) ----
@@ -340,7 +350,7 @@ public final class Plan {
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
             if (dropped[i]) continue;
-            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.softmaxGrad()));
+            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.pass(), op.qk()));
         }
         return out;
     }
@@ -399,8 +409,49 @@ public final class Plan {
             if (p < 0) continue;
             if (!(scale.args()[0] == p && scale.args()[1] == s) && !(scale.args()[0] == s && scale.args()[1] == p)) continue;
             List<Flatten.Step> also = readers[d] > 1 || pinned[d] ? List.of(sum.step()) : List.of();
-            replace[i] = new Op(scale.step(), new int[] {p, dp}, false, false, null, also, true);
+            replace[i] = new Op(scale.step(), new int[] {p, dp}, false, false, null, also, RowPass.SOFTMAX_GRAD, null);
             dropped[producer[d]] = dropped[producer[b]] = dropped[producer[s]] = dropped[producer[scale.step().out()]] = true;
+        }
+        List<Op> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
+        return out;
+    }
+
+    /**
+     * A softmax backward whose dp is an attention_qk runs the product inside its row pass
+     * ({@link AttentionProducts#qkSoftmaxGrad}): the {@link #softmaxGrads} op over [p, dp] where dp =
+     * attention_qk(g, v, opts) is F32, read by that op alone, no output and not viewed, and p is an
+     * F32 attention_probs(q, k, …, opts) (probabilities, not sink shares) with the same opts, so both
+     * hold +0.0 at every pair the mask leaves out and the kernel need not read or compute them. The
+     * op becomes [p, g, v] at the row pass's place (after both producers); dp gets no buffer.
+     */
+    static List<Op> qkSoftmaxGrads(List<Op> ops, Flatten ir) {
+        int n = ops.size(), nSlots = ir.slots.size();
+        int[] producer = new int[nSlots], readers = new int[nSlots];
+        Arrays.fill(producer, -1);
+        boolean[] pinned = new boolean[nSlots];
+        for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
+        for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        for (int i = 0; i < n; i++) {
+            Op op = ops.get(i);
+            for (int o : op.outs()) producer[o] = i;
+            for (int a : op.args()) readers[ir.slots.get(a).root()]++;
+        }
+        boolean[] dropped = new boolean[n];
+        Op[] replace = new Op[n];
+        for (int i = 0; i < n; i++) {
+            Op sg = ops.get(i);
+            if (sg.pass() != RowPass.SOFTMAX_GRAD) continue;
+            int p = sg.args()[0], dp = sg.args()[1];
+            if (producer[dp] < 0 || producer[p] < 0 || pinned[dp] || readers[dp] != 1) continue;
+            Op qk = ops.get(producer[dp]), pr = ops.get(producer[p]);
+            if (qk.group() != null || qk.pass() != RowPass.NONE || pr.group() != null || pr.pass() != RowPass.NONE
+                    || qk.step().out() != dp || pr.step().out() != p) continue;
+            if (!(qk.step().instr() instanceof Instr.AttentionProduct(var _, var _, var qo, var form)) || form != Instr.AttentionProduct.Form.QK
+                    || !(pr.step().instr() instanceof Instr.AttentionProbs ap) || ap.sinkColumn() || !ap.opts().equals(qo)
+                    || ir.slots.get(p).type().dtype() != DType.F32 || !ir.slots.get(p).type().equals(ir.slots.get(dp).type())) continue;
+            replace[i] = new Op(sg.step(), new int[] {p, qk.args()[0], qk.args()[1]}, false, false, null, sg.also(), RowPass.QK_SOFTMAX_GRAD, qk.step());
+            dropped[producer[dp]] = true;
         }
         List<Op> out = new ArrayList<>();
         for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));

@@ -1,0 +1,79 @@
+package kina.plan;
+
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import kina.eval.Parallel;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * The plan's causal attention kernels on one layer of a StoryLM config (default medium: batch 8,
+ * 256 rows and keys, 8 heads of 32), µs per call: the forward (output and P), the backward's
+ * products, and attention_qk + softmax_grad as two kernels against the one-pass qkSoftmaxGrad.
+ * In package kina.plan for the package-private kernels. Run (after bench/matmul.sh's builds):
+ *
+ *   java --add-modules jdk.incubator.vector -cp bench/target/benchmarks.jar:target/kina.jar \
+ *       org.openjdk.jmh.Main AttentionKernelsBench -p threads=1
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC"})
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+public class AttentionKernelsBench {
+    /** batch x rows x heads x head width. */
+    @Param({"8x256x8x32"})
+    public String geometry;
+
+    @Param({"1"})
+    public int threads;
+
+    private PlanKernels.Attn g;
+    private float[] q, k, v, y, probs, dp, ds, dq;
+    private int rows;
+
+    @Setup
+    public void setup() {
+        String[] d = geometry.split("x");
+        int b = Integer.parseInt(d[0]), h = Integer.parseInt(d[2]), hd = Integer.parseInt(d[3]);
+        rows = b * h * Integer.parseInt(d[1]);
+        int t = Integer.parseInt(d[1]);
+        g = new PlanKernels.Attn(b, t, t, hd, h, h, 0, 0, 0, (float) (1 / Math.sqrt(hd)), 0f);
+        SplittableRandom r = new SplittableRandom(42);
+        q = new float[b * t * h * hd];
+        k = new float[q.length];
+        v = new float[q.length];
+        for (float[] x : new float[][] {q, k, v}) for (int i = 0; i < x.length; i++) x[i] = (float) (r.nextDouble() * 2 - 1);
+        y = new float[q.length];
+        dq = new float[q.length];
+        probs = new float[b * h * t * t];
+        dp = new float[probs.length];
+        ds = new float[probs.length];
+        Parallel.setThreads(threads);
+        PlanKernels.attention(g, q, k, v, null, y, probs, null);
+    }
+
+    @Benchmark public float[] forwardWithProbs() { PlanKernels.attention(g, q, k, v, null, y, probs, null); return y; }
+
+    @Benchmark public float[] qkThenSoftmaxGrad() {
+        AttentionProducts.qk(g, q, v, dp);
+        PlanKernels.softmaxGrad(probs, dp, ds, null, rows, g.l());
+        return ds;
+    }
+
+    @Benchmark public float[] qkSoftmaxGrad() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null); return ds; }
+
+    @Benchmark public float[] pk() { AttentionProducts.pk(g, probs, k, dq); return dq; }
+
+    @Benchmark public float[] pq() { AttentionProducts.pq(g, probs, q, dq); return dq; }
+}

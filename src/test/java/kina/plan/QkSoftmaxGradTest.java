@@ -1,0 +1,136 @@
+package kina.plan;
+
+import static kina.plan.PlanTest.assertBits;
+import static kina.plan.PlanTest.interpret;
+import static kina.plan.PlanTest.randomInputs;
+import static kina.plan.PlanTest.transformed;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import kina.eval.Parallel;
+import kina.eval.Tensor;
+import java.util.ArrayList;
+import java.util.Optional;
+import kina.check.Checker;
+import kina.ir.Block;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Let;
+import kina.ir.Pos;
+import kina.ir.Program;
+import kina.ir.Rhs;
+import kina.ir.Shape;
+import kina.ir.TensorType;
+import kina.ir.Var;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Plan.qkSoftmaxGrads: the attention backward's dp = attention_qk(g, v) runs inside the softmax
+ * backward's row pass (one kernel, dp never stored) and the plan still equals the interpreter bit
+ * for bit, masks, sinks and softcap included, at 1 and 2 threads.
+ */
+class QkSoftmaxGradTest {
+
+    @AfterAll static void restoreThreads() { Parallel.setThreads(Runtime.getRuntime().availableProcessors()); }
+
+    static Stream<Arguments> cases() {
+        return Stream.of(
+                Arguments.of("causal, 9 rows (blocks of 4, 4, 1)", AttentionSharingTest.program(2, 9, 9, 2, 2, 8, false, "")),
+                Arguments.of("causal with sinks (the row sums have a second reader)", AttentionSharingTest.program(2, 9, 9, 2, 2, 8, true, "")),
+                Arguments.of("GQA, sinks, window, softcap", AttentionSharingTest.program(1, 5, 5, 4, 2, 2, true, "softcap=2.0, window=3")),
+                Arguments.of("GQA, chunk, start, scale", AttentionSharingTest.program(2, 3, 5, 2, 1, 3, false, "scale=0.5, chunk=2, start=2")),
+                Arguments.of("rows with nothing attended", AttentionSharingTest.program(1, 4, 6, 2, 2, 4, false, "window=2, start=4")),
+                Arguments.of("rows with only the sink", AttentionSharingTest.program(1, 4, 6, 2, 2, 4, true, "window=2, start=4")),
+                Arguments.of("odd widths, long rows (vector tails)", AttentionSharingTest.program(1, 37, 37, 4, 1, 17, false, "window=29")),
+                Arguments.of("long causal rows", AttentionSharingTest.program(1, 70, 70, 2, 2, 8, false, "")));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cases")
+    void theFusedRowPassEqualsTheInterpreterBitForBit(String what, String src) {
+        Program p = transformed(what, src);
+        Plan plan = Plan.compile(p);
+        assertThat(plan.nativeKinds()).as(what).containsKey("qk_softmax_grad:F32");
+        for (int threads : new int[] {1, 2}) {
+            Parallel.setThreads(threads);
+            for (int run = 0; run < 2; run++) {
+                Map<String, Tensor> in = randomInputs(plan, 31L * threads + run, 4);
+                assertBits(plan.run(in), interpret(p, in), what + ", threads " + threads + " run " + run);
+            }
+        }
+    }
+
+    /**
+     * g = +0.0 and v < 0 make every dp a −0.0 chain, so every product p·dp is −0.0: the row sum is
+     * −0.0 over a row that attends every key and +0.0 over one that leaves keys out (their +0.0
+     * products), and ds = p·(dp − d) shows the sign. The kernel folds attended pairs only, so this
+     * checks its "+ 0.0 when the row leaves a pair out".
+     */
+    @Test
+    void signedZeroRowSumsMatchTheInterpreter() {
+        for (String opts : new String[] {"", "window=3", "chunk=2, start=1"}) {
+            String src = AttentionSharingTest.program(1, 6, 6, 2, 2, 4, false, opts);
+            Program p = transformed(opts, src);
+            Plan plan = Plan.compile(p);
+            assertThat(plan.nativeKinds()).containsKey("qk_softmax_grad:F32");
+            Map<String, Tensor> rnd = randomInputs(plan, 5, 4), in = new LinkedHashMap<>();
+            rnd.forEach((name, t) -> {
+                double[] v = new double[(int) t.size()];
+                for (int i = 0; i < v.length; i++)
+                    v[i] = name.equals("w") ? 0.0 : name.equals("v") ? -Math.abs(t.get(i)) - 0.5 : t.get(i);
+                in.put(name, Tensor.ofFloats(t.type(), v));
+            });
+            for (int threads : new int[] {1, 2}) {
+                Parallel.setThreads(threads);
+                List<Tensor> got = plan.run(in), want = interpret(p, in);
+                assertBits(got, want, "'" + opts + "', threads " + threads);
+            }
+        }
+    }
+
+    /** The softmax backward of attention_probs(q, k) over dp = attention_qk(g, v), as the VJP writes it; the result from {@code tail}. */
+    static Program direct(Instr.AttnOpts probsOpts, Instr.AttnOpts qkOpts, boolean dpReadTwice) {
+        TensorType x = TensorType.host(DType.F32, 1, 6, 8);
+        List<Let> lets = new ArrayList<>();
+        int[] line = {0};
+        java.util.function.BiConsumer<String, Rhs> let = (n, r) -> lets.add(Let.of(Var.of(n), r, new Pos("t.kina", ++line[0], 1)));
+        for (String n : new String[] {"q", "k", "g", "v"}) let.accept(n, new Instr.Input(x));
+        let.accept("pr", new Instr.AttentionProbs(Var.of("q"), Var.of("k"), Optional.empty(), probsOpts, false));
+        let.accept("dp", new Instr.AttentionProduct(Var.of("g"), Var.of("v"), qkOpts, Instr.AttentionProduct.Form.QK));
+        let.accept("m", new Instr.Mul(Var.of("pr"), Var.of("dp")));
+        let.accept("d", new Instr.Sum(Var.of("m"), 3, true));
+        let.accept("b", new Instr.Broadcast(Var.of("d"), Shape.of(1, 2, 6, 6)));
+        let.accept("s", new Instr.Sub(Var.of("dp"), Var.of("b")));
+        let.accept("ds", new Instr.Mul(Var.of("pr"), Var.of("s")));
+        String result = "ds";
+        if (dpReadTwice) { let.accept("r", new Instr.Add(Var.of("ds"), Var.of("dp"))); result = "r"; }
+        return Checker.check(new Program("t.kina", new Block(lets, Var.of(result), new Pos("t.kina", ++line[0], 1))));
+    }
+
+    static Instr.AttnOpts opts(int window) { return new Instr.AttnOpts(2, 2, Double.NaN, 0, window, 0, 0); }
+
+    @Test
+    void onlyAQkReadByTheRowPassAloneOverTheSameMaskIsMerged() {
+        record Case(String what, Program p, boolean merged) {}
+        for (Case c : List.of(new Case("as the VJP writes it", direct(opts(0), opts(0), false), true),
+                new Case("dp read twice", direct(opts(0), opts(0), true), false),
+                new Case("probabilities under another mask", direct(opts(3), opts(0), false), false))) {
+            Plan plan = Plan.compile(c.p());
+            Map<String, Boolean> kinds = plan.nativeKinds();
+            if (c.merged()) assertThat(kinds).as(c.what()).containsKey("qk_softmax_grad:F32").doesNotContainKeys("attention_qk:F32", "softmax_grad:F32");
+            else assertThat(kinds).as(c.what()).containsKeys("attention_qk:F32", "softmax_grad:F32").doesNotContainKey("qk_softmax_grad:F32");
+            for (int threads : new int[] {1, 2}) {
+                Parallel.setThreads(threads);
+                Map<String, Tensor> in = randomInputs(plan, 7L + threads, 4);
+                assertBits(plan.run(in), interpret(c.p(), in), c.what() + ", threads " + threads);
+            }
+        }
+    }
+}
