@@ -28,18 +28,18 @@ final class AttentionProducts {
     static final int KB = 2 * LANES;
 
     /**
-     * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head. Copies
+     * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head;
+     * qkSoftmaxGrad also [2] = 4 product rows, [3] = the PK operand's head. Copies
      * are contiguous, in blocks of a constant width: C2 drops the range checks of an index
      * j·constant + offset, not of j·stride, and walking a head in place (rows H·hd floats apart,
      * often 512 bytes) kept only a few L1 sets busy.
      */
-    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[2][0]);
+    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[4][0]);
 
-    /** The scratch arrays, at least n0 and n1 long. */
-    private static float[][] scratch(int n0, int n1) {
+    /** The scratch arrays, the i-th at least n[i] long (at most four). */
+    private static float[][] scratch(int... n) {
         float[][] sc = SCRATCH.get();
-        if (sc[0].length < n0) sc[0] = new float[n0];
-        if (sc[1].length < n1) sc[1] = new float[n1];
+        for (int i = 0; i < n.length; i++) if (sc[i].length < n[i]) sc[i] = new float[n[i]];
         return sc;
     }
 
@@ -162,20 +162,27 @@ final class AttentionProducts {
      * with the same mask, so a left-out pair's product is +0.0·+0.0, and adding +0.0 to a sequential
      * float fold changes nothing but a −0.0 total (a sum is −0.0 only when every term is), so d is
      * the fold over [lo, hi], then + 0.0 when the row leaves any pair out; a left-out ds_j is
-     * +0.0·(+0.0 − d). a [batch, rows, H·hd], b [batch, l, KV·hd]; p, ds [batch, H, rows, l]; d
-     * [batch, H, rows] or null (not wanted).
+     * +0.0·(+0.0 − d). With x non-null it also writes dq = attention_pk(ds, x) (x [batch, l, KV·hd],
+     * dq [batch, rows, H·hd]) from the ds rows just written, {@link #pk}'s chains. a [batch, rows,
+     * H·hd], b [batch, l, KV·hd]; p, ds [batch, H, rows, l]; d [batch, H, rows] or null (not wanted).
      */
-    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d) {
+    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
-        if (l == 0) { if (d != null) Arrays.fill(d, 0, g.batch() * h * rows, 0f); return; }
+        if (l == 0) {
+            if (d != null) Arrays.fill(d, 0, g.batch() * h * rows, 0f);
+            if (dq != null) Arrays.fill(dq, 0, g.batch() * rows * aStride, 0f);
+            return;
+        }
         long cost = (long) g.batch() * h * rows * l * (hd + 6) / 2;
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
-            float[][] sc = scratch(4 * ps, kBlocks * hd * KB);
-            float[] dp = sc[0], kt = sc[1], m = new float[4 * ps], z = new float[4];
+            int blocks = hd / EB, xBase = bt * l * bStride + (hh / grp) * hd, yBase = bt * rows * aStride + hh * hd;
+            float[][] sc = scratch(4 * ps, kBlocks * hd * KB, 4 * ps, x == null ? 0 : blocks * l * EB);
+            float[] dp = sc[0], kt = sc[1], m = sc[2], xp = sc[3], z = new float[4];
             int[] los = new int[4], his = new int[4];
             transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
+            if (x != null) headBlocks(x, xBase, bStride, l, blocks, xp);
             for (int r0 = 0; r0 < rows; r0 += 4) {
                 int nr = Math.min(4, rows - r0), jlo = Integer.MAX_VALUE, jhi = -1;
                 boolean all = nr == 4;
@@ -222,6 +229,12 @@ final class AttentionProducts {
                     for (; j <= rh; j++) ds[pb + j] = p[pb + j] * (dp[i * ps + j] - t);
                     Arrays.fill(ds, pb + rh + 1, pb + l, out);
                 }
+                if (x == null) continue;
+                int i = 0;
+                for (; i + 1 < nr; i += 2)
+                    pkPair(ds, base0 + i * l, base0 + (i + 1) * l, los[i], his[i], los[i + 1], his[i + 1], xp, l, blocks,
+                            x, xBase, bStride, hd, dq, yBase + (r0 + i) * aStride, yBase + (r0 + i + 1) * aStride);
+                if (i < nr) pkRow(ds, base0 + i * l, los[i], his[i], x, xBase, bStride, hd, 0, dq, yBase + (r0 + i) * aStride);
             }
         });
     }

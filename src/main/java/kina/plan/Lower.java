@@ -50,8 +50,10 @@ final class Lower {
             Instr.AttnOpts o = ((Instr.AttentionProduct) op.qk().instr()).opts();
             PlanKernels.Attn g = attn(op.args()[1], op.args()[2], o);
             float[] p = f(op.args()[0]), gy = f(op.args()[1]), v = f(op.args()[2]), ds = f(op.step().out());
-            float[] d = op.also().isEmpty() ? null : f(op.also().getFirst().out());
-            return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, d);
+            float[] x = op.args().length > 3 ? f(op.args()[3]) : null, d = null, dq = null;
+            for (Flatten.Step s : op.also()) if (s.instr() instanceof Instr.Sum) d = f(s.out()); else dq = f(s.out());
+            float[] dRow = d, dqOut = dq;
+            return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, dRow, x, dqOut);
         }
         if (op.pass() == Plan.RowPass.SOFTMAX_GRAD) {
             Shape s = type(op.args()[0]).shape();

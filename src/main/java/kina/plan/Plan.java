@@ -423,7 +423,9 @@ public final class Plan {
      * attention_qk(g, v, opts) is F32, read by that op alone, no output and not viewed, and p is an
      * F32 attention_probs(q, k, …, opts) (probabilities, not sink shares) with the same opts, so both
      * hold +0.0 at every pair the mask leaves out and the kernel need not read or compute them. The
-     * op becomes [p, g, v] at the row pass's place (after both producers); dp gets no buffer.
+     * op becomes [p, g, v] at the row pass's place (after both producers); dp gets no buffer. A later
+     * dq = attention_pk(ds, x, opts) whose x is made before that place runs inside it too, from the
+     * ds rows while they are in cache: args [p, g, v, x], its step in {@code also}.
      */
     static List<Op> qkSoftmaxGrads(List<Op> ops, Flatten ir) {
         int n = ops.size(), nSlots = ir.slots.size();
@@ -432,10 +434,14 @@ public final class Plan {
         boolean[] pinned = new boolean[nSlots];
         for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
         for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        Map<Integer, List<Integer>> readerOps = new java.util.HashMap<>();   // slot → the ops reading it (that slot itself)
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
             for (int o : op.outs()) producer[o] = i;
-            for (int a : op.args()) readers[ir.slots.get(a).root()]++;
+            for (int a : op.args()) {
+                readers[ir.slots.get(a).root()]++;
+                readerOps.computeIfAbsent(a, _ -> new ArrayList<>()).add(i);
+            }
         }
         boolean[] dropped = new boolean[n];
         Op[] replace = new Op[n];
@@ -450,7 +456,21 @@ public final class Plan {
             if (!(qk.step().instr() instanceof Instr.AttentionProduct(var _, var _, var qo, var form)) || form != Instr.AttentionProduct.Form.QK
                     || !(pr.step().instr() instanceof Instr.AttentionProbs ap) || ap.sinkColumn() || !ap.opts().equals(qo)
                     || ir.slots.get(p).type().dtype() != DType.F32 || !ir.slots.get(p).type().equals(ir.slots.get(dp).type())) continue;
-            replace[i] = new Op(sg.step(), new int[] {p, qk.args()[0], qk.args()[1]}, false, false, null, sg.also(), RowPass.QK_SOFTMAX_GRAD, qk.step());
+            int ds = sg.step().out(), pk = -1;
+            for (int r : readerOps.getOrDefault(ds, List.of())) {     // dq = attention_pk(ds, x): x made before this op
+                Op o = ops.get(r);
+                if (o.group() == null && o.pass() == RowPass.NONE && o.args()[0] == ds && o.args()[1] != ds
+                        && o.step().instr() instanceof Instr.AttentionProduct(var _, var _, var po, var pf)
+                        && pf == Instr.AttentionProduct.Form.PK && po.equals(qo) && producer[ir.slots.get(o.args()[1]).root()] < i) { pk = r; break; }
+            }
+            List<Flatten.Step> also = new ArrayList<>(sg.also());
+            int[] args = {p, qk.args()[0], qk.args()[1]};
+            if (pk >= 0) {
+                also.add(ops.get(pk).step());
+                args = new int[] {p, qk.args()[0], qk.args()[1], ops.get(pk).args()[1]};
+                dropped[pk] = true;
+            }
+            replace[i] = new Op(sg.step(), args, false, false, null, List.copyOf(also), RowPass.QK_SOFTMAX_GRAD, qk.step());
             dropped[producer[dp]] = true;
         }
         List<Op> out = new ArrayList<>();

@@ -33,8 +33,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Plan.qkSoftmaxGrads: the attention backward's dp = attention_qk(g, v) runs inside the softmax
- * backward's row pass (one kernel, dp never stored) and the plan still equals the interpreter bit
- * for bit, masks, sinks and softcap included, at 1 and 2 threads.
+ * backward's row pass (one kernel, dp never stored), and dq = attention_pk(ds, k) with it when it
+ * reads ds itself (not under a softcap), and the plan still equals the interpreter bit for bit,
+ * masks, sinks and softcap included, at 1 and 2 threads.
  */
 class QkSoftmaxGradTest {
 
@@ -58,6 +59,8 @@ class QkSoftmaxGradTest {
         Program p = transformed(what, src);
         Plan plan = Plan.compile(p);
         assertThat(plan.nativeKinds()).as(what).containsKey("qk_softmax_grad:F32");
+        if (!src.contains("softcap"))                                  // dq = attention_pk(ds, k) runs inside it too
+            assertThat(plan.nativeKinds()).as(what).doesNotContainKey("attention_pk:F32");
         for (int threads : new int[] {1, 2}) {
             Parallel.setThreads(threads);
             for (int run = 0; run < 2; run++) {

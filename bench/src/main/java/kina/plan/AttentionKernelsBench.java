@@ -18,7 +18,8 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The plan's causal attention kernels on one layer of a StoryLM config (default medium: batch 8,
  * 256 rows and keys, 8 heads of 32), µs per call: the forward (output and P), the backward's
- * products, and attention_qk + softmax_grad as two kernels against the one-pass qkSoftmaxGrad.
+ * products, and attention_qk + softmax_grad (+ attention_pk) as separate kernels against the one-pass
+ * qkSoftmaxGrad (without and with dq).
  * In package kina.plan for the package-private kernels. Run (after bench/matmul.sh's builds):
  *
  *   java --add-modules jdk.incubator.vector -cp bench/target/benchmarks.jar:target/kina.jar \
@@ -71,7 +72,16 @@ public class AttentionKernelsBench {
         return ds;
     }
 
-    @Benchmark public float[] qkSoftmaxGrad() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null); return ds; }
+    @Benchmark public float[] qkSoftmaxGrad() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null); return ds; }
+
+    /** What the plan ran before qk_softmax_grad took dq in: the one-pass kernel, then attention_pk over ds. */
+    @Benchmark public float[] qkSoftmaxGradThenPk() {
+        AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null);
+        AttentionProducts.pk(g, ds, k, dq);
+        return dq;
+    }
+
+    @Benchmark public float[] qkSoftmaxGradWithPk() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq); return dq; }
 
     @Benchmark public float[] pk() { AttentionProducts.pk(g, probs, k, dq); return dq; }
 
