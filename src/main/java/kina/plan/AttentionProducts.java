@@ -165,8 +165,10 @@ final class AttentionProducts {
      * +0.0·(+0.0 − d). With x non-null it also writes dq = attention_pk(ds, x) (x [batch, l, KV·hd],
      * dq [batch, rows, H·hd]) from the ds rows just written, {@link #pk}'s chains. a [batch, rows,
      * H·hd], b [batch, l, KV·hd]; p, ds [batch, H, rows, l]; d [batch, H, rows] or null (not wanted).
+     * With {@code attendedOnly} ds is written at [lo, hi] alone (Plan.attendedOnly).
      */
-    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq) {
+    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq,
+                              boolean attendedOnly) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
         if (l == 0) {
@@ -221,13 +223,13 @@ final class AttentionProducts {
                     float t = rl > rh ? 0f : rl > 0 || rh < l - 1 ? z[i] + 0f : z[i];
                     if (d != null) d[(bt * h + hh) * rows + r0 + i] = t;
                     float out = 0f * (0f - t);                  // a left-out pair: p = dp = +0.0
-                    if (rl > rh) { Arrays.fill(ds, pb, pb + l, out); continue; }
-                    Arrays.fill(ds, pb, pb + rl, out);
+                    if (rl > rh) { if (!attendedOnly) Arrays.fill(ds, pb, pb + l, out); continue; }
+                    if (!attendedOnly) Arrays.fill(ds, pb, pb + rl, out);
                     int j = rl;
                     for (int end = rh + 1 - LANES; j <= end; j += LANES)
                         FloatVector.fromArray(FS, p, pb + j).mul(FloatVector.fromArray(FS, dp, i * ps + j).sub(t)).intoArray(ds, pb + j);
                     for (; j <= rh; j++) ds[pb + j] = p[pb + j] * (dp[i * ps + j] - t);
-                    Arrays.fill(ds, pb + rh + 1, pb + l, out);
+                    if (!attendedOnly) Arrays.fill(ds, pb + rh + 1, pb + l, out);
                 }
                 if (x == null) continue;
                 int i = 0;

@@ -53,7 +53,8 @@ final class Lower {
             float[] x = op.args().length > 3 ? f(op.args()[3]) : null, d = null, dq = null;
             for (Flatten.Step s : op.also()) if (s.instr() instanceof Instr.Sum) d = f(s.out()); else dq = f(s.out());
             float[] dRow = d, dqOut = dq;
-            return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, dRow, x, dqOut);
+            boolean attendedOnly = op.attendedOnly();
+            return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, dRow, x, dqOut, attendedOnly);
         }
         if (op.pass() == Plan.RowPass.SOFTMAX_GRAD) {
             Shape s = type(op.args()[0]).shape();
@@ -178,7 +179,8 @@ final class Lower {
                     if (((Instr.AttentionProbs) s.instr()).sinkColumn()) shares = f(s.out());
                     else probs = f(s.out());
                 float[] pb = probs, sb = shares;
-                yield () -> PlanKernels.attention(g, q, k, v, sk, y, pb, sb);
+                boolean attendedOnly = op.attendedOnly();
+                yield () -> PlanKernels.attention(g, q, k, v, sk, y, pb, sb, attendedOnly);
             }
             case Instr.AttentionProbs(Var _, Var _, var sinks, var o, boolean col) -> {
                 PlanKernels.Attn g = attn(a[0], a[1], o);

@@ -49,15 +49,24 @@ public final class Plan {
      * see {@link #sharedProbs}; a softmax backward's row sums); empty for most. {@code pass}:
      * SOFTMAX_GRAD, the op is {@link #softmaxGrads}'s row pass (args [p, dp], step the last mul's);
      * QK_SOFTMAX_GRAD, that pass with dp = attention_qk(g, v) computed inside it ({@link #qkSoftmaxGrads};
-     * args [p, g, v], {@code qk} the attention_qk step, which is not scheduled).
+     * args [p, g, v], {@code qk} the attention_qk step, which is not scheduled). {@code attendedOnly}:
+     * the op writes its probability-shaped value (an attention's P, qk_softmax_grad's ds) at the
+     * attended pairs only, as no reader looks at the rest ({@link #attendedOnly}).
      */
     record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group, List<Flatten.Step> also,
-              RowPass pass, Flatten.Step qk) {
-        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of(), RowPass.NONE, null); }
+              RowPass pass, Flatten.Step qk, boolean attendedOnly) {
+        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of(), RowPass.NONE, null, false); }
 
         Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group) {
-            this(step, args, transA, transB, group, List.of(), RowPass.NONE, null);
+            this(step, args, transA, transB, group, List.of(), RowPass.NONE, null, false);
         }
+
+        Op(Flatten.Step step, int[] args, Fusion.Group group, List<Flatten.Step> also, RowPass pass, Flatten.Step qk) {
+            this(step, args, false, false, group, also, pass, qk, false);
+        }
+
+        /** This op, writing its probability-shaped value at the attended pairs only. */
+        Op writingAttendedOnly() { return new Op(step, args, transA, transB, group, also, pass, qk, true); }
 
         /** The slots this op writes. */
         int[] outs() {
@@ -97,7 +106,7 @@ public final class Plan {
         List<Flatten.Step> live = deadStepsDropped(ir);
         List<Op> folded = folded(live, ir);
         List<Op> fused = fuse ? Fusion.fuse(qkSoftmaxGrads(softmaxGrads(folded, ir), ir), ir) : folded;
-        this.ops = share ? sharedProbs(fused, ir) : fused;
+        this.ops = share ? attendedOnly(sharedProbs(fused, ir), ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         // ---- liveness: def and last read of every storage (root slot) ----
         int nSlots = ir.slots.size(), n = ops.size();
@@ -350,7 +359,7 @@ public final class Plan {
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
             if (dropped[i]) continue;
-            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.pass(), op.qk()));
+            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.pass(), op.qk(), false));
         }
         return out;
     }
@@ -409,7 +418,7 @@ public final class Plan {
             if (p < 0) continue;
             if (!(scale.args()[0] == p && scale.args()[1] == s) && !(scale.args()[0] == s && scale.args()[1] == p)) continue;
             List<Flatten.Step> also = readers[d] > 1 || pinned[d] ? List.of(sum.step()) : List.of();
-            replace[i] = new Op(scale.step(), new int[] {p, dp}, false, false, null, also, RowPass.SOFTMAX_GRAD, null);
+            replace[i] = new Op(scale.step(), new int[] {p, dp}, null, also, RowPass.SOFTMAX_GRAD, null);
             dropped[producer[d]] = dropped[producer[b]] = dropped[producer[s]] = dropped[producer[scale.step().out()]] = true;
         }
         List<Op> out = new ArrayList<>();
@@ -470,11 +479,57 @@ public final class Plan {
                 args = new int[] {p, qk.args()[0], qk.args()[1], ops.get(pk).args()[1]};
                 dropped[pk] = true;
             }
-            replace[i] = new Op(sg.step(), args, false, false, null, List.copyOf(also), RowPass.QK_SOFTMAX_GRAD, qk.step());
+            replace[i] = new Op(sg.step(), args, null, List.copyOf(also), RowPass.QK_SOFTMAX_GRAD, qk.step());
             dropped[producer[dp]] = true;
         }
         List<Op> out = new ArrayList<>();
         for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
+        return out;
+    }
+
+    /**
+     * Marks the ops whose probability-shaped value no reader looks at outside the mask: an F32
+     * attention's shared P ({@link #sharedProbs}) and qk_softmax_grad's ds, when the value is no
+     * output, has no view, and every reader is an attention_pk / attention_pq taking it as s, or a
+     * qk_softmax_grad taking it as p, under the same options (each reads the attended pairs alone).
+     * Those ops then write the attended pairs only ({@link Op#attendedOnly}): the interpreter's +0.0
+     * (P) or +0.0·(+0.0 − d) (ds) elsewhere are never read, so skipping them changes no output.
+     */
+    static List<Op> attendedOnly(List<Op> ops, Flatten ir) {
+        int nSlots = ir.slots.size();
+        boolean[] pinned = new boolean[nSlots];
+        for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
+        for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        Map<Integer, Instr.AttnOpts> maskOf = new java.util.HashMap<>();      // slot → the mask it is written under
+        for (Op op : ops) {
+            if (op.pass() == RowPass.QK_SOFTMAX_GRAD) maskOf.put(op.step().out(), ((Instr.AttentionProduct) op.qk().instr()).opts());
+            else if (op.group() == null && op.step().instr() instanceof Instr.Attention at)
+                for (Flatten.Step s : op.also())
+                    if (s.instr() instanceof Instr.AttentionProbs ap && !ap.sinkColumn()) maskOf.put(s.out(), at.opts());
+        }
+        for (Op op : ops) {                                    // a reader that may look outside the mask clears the slot
+            for (int k = 0; k < op.args().length; k++) {
+                int a = op.args()[k];
+                Instr.AttnOpts m = maskOf.get(a);
+                if (m == null) continue;
+                boolean ok = k == 0 && op.group() == null && switch (op.pass()) {
+                    case QK_SOFTMAX_GRAD -> ((Instr.AttentionProduct) op.qk().instr()).opts().equals(m);
+                    case SOFTMAX_GRAD -> false;
+                    case NONE -> op.step().instr() instanceof Instr.AttentionProduct(var _, var _, var o, var form)
+                            && form != Instr.AttentionProduct.Form.QK && o.equals(m);
+                };
+                for (int j = 1; j < op.args().length; j++) if (op.args()[j] == a) ok = false;
+                if (!ok) maskOf.remove(a);
+            }
+        }
+        maskOf.keySet().removeIf(sl -> pinned[sl] || ir.slots.get(sl).type().dtype() != DType.F32);
+        List<Op> out = new ArrayList<>();
+        for (Op op : ops) {
+            boolean mine = op.pass() == RowPass.QK_SOFTMAX_GRAD ? maskOf.containsKey(op.step().out())
+                    : op.pass() == RowPass.NONE && op.group() == null && op.step().instr() instanceof Instr.Attention
+                      && op.also().stream().anyMatch(s -> maskOf.containsKey(s.out()));
+            out.add(mine ? op.writingAttendedOnly() : op);
+        }
         return out;
     }
 
@@ -519,6 +574,25 @@ public final class Plan {
         int k = 0;
         for (Op op : ops) if (op.group() != null) k += op.group().steps();
         return k;
+    }
+
+    /** The scheduled ops that write a probability-shaped value at the attended pairs only ({@link #attendedOnly}; read by tests). */
+    int attendedOnlySteps() { return (int) ops.stream().filter(Op::attendedOnly).count(); }
+
+    /**
+     * Fills every step buffer of the arena with NaN (tests: a later run then shows any entry a
+     * kernel left unwritten and a reader still read). Constants are left alone; materializes first.
+     */
+    synchronized void poisonArena() {
+        if (kernels == null) materialize();
+        for (int s = 0; s < slotBuf.length; s++) {
+            if (ir.slots.get(s).origin() != Flatten.Origin.STEP) continue;
+            switch (slotBuf[s]) {
+                case float[] f -> Arrays.fill(f, Float.NaN);
+                case double[] d -> Arrays.fill(d, Double.NaN);
+                case null, default -> { }
+            }
+        }
     }
 
     /** Bytes held by the arena (every run reuses them). */

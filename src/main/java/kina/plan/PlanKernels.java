@@ -711,9 +711,11 @@ final class PlanKernels {
      * and out[e] = Σ_j p[j]·v[j, e] are AttentionProduct's QK and PK chains (fma from −0.0, lanes
      * over keys, then over e; {@link AttentionProducts}). With {@code probs} / {@code shares}
      * non-null it also writes what Kernels.attentionProbs would (σ++[H, rows, l] probabilities /
-     * σ++[H, rows, 1] sink shares): the rows it computes anyway. {@code y} may be null (probabilities only).
+     * σ++[H, rows, 1] sink shares): the rows it computes anyway. {@code y} may be null (probabilities
+     * only). With {@code attendedOnly} it writes each probability row's [lo, hi] alone (Plan.attendedOnly).
      */
-    static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] probs, float[] shares) {
+    static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] probs, float[] shares,
+                          boolean attendedOnly) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int vStride = kv * hd, ps = probStride(l), blocks = hd / AttentionProducts.EB;
         long cost = (long) g.batch() * h * rows * l * hd * (y == null ? 1 : 2);
@@ -738,7 +740,8 @@ final class PlanKernels {
                 }
                 for (int i = 0; i < nr; i++) {
                     int pr = (bt * h + hh) * rows + r0 + i;
-                    if (probs != null) System.arraycopy(p, i * ps, probs, pr * l, l);
+                    if (probs != null && !attendedOnly) System.arraycopy(p, i * ps, probs, pr * l, l);
+                    else if (probs != null && his[i] >= los[i]) System.arraycopy(p, i * ps + los[i], probs, pr * l + los[i], his[i] + 1 - los[i]);
                     if (shares != null) shares[pr] = share[i];
                 }
             }
@@ -747,7 +750,7 @@ final class PlanKernels {
 
     /** As Kernels.attentionProbs: σ++[H, rows, l] probabilities, or σ++[H, rows, 1] sink shares. */
     static void attentionProbs(Attn g, float[] qa, float[] ka, float[] sinks, boolean sinkColumn, float[] y) {
-        attention(g, qa, ka, null, sinks, null, sinkColumn ? null : y, sinkColumn ? y : null);
+        attention(g, qa, ka, null, sinks, null, sinkColumn ? null : y, sinkColumn ? y : null, false);
     }
 
     // ---- indexing (indices checked by the caller) ---------------------------------------------------

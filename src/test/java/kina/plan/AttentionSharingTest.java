@@ -131,7 +131,7 @@ class AttentionSharingTest {
             java.util.Arrays.fill(y, Float.NaN);                           // stale values must not survive
             java.util.Arrays.fill(pr, Float.NaN);
             java.util.Arrays.fill(sh, Float.NaN);
-            PlanKernels.attention(g, q, k, v, sinks ? sk : null, y, pr, sh);
+            PlanKernels.attention(g, q, k, v, sinks ? sk : null, y, pr, sh, false);
             Tensor tq = PlanKernelsExpTest.tensor(q, b, rows, h * hd), tk = PlanKernelsExpTest.tensor(k, b, l, kv * hd);
             Tensor tv = PlanKernelsExpTest.tensor(v, b, l, kv * hd), ts = sinks ? PlanKernelsExpTest.tensor(sk, h) : null;
             String what = "rep " + rep + " " + o + " b=" + b + " rows=" + rows + " l=" + l + " hd=" + hd + " sinks=" + sinks;

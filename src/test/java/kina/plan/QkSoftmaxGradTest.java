@@ -35,7 +35,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Plan.qkSoftmaxGrads: the attention backward's dp = attention_qk(g, v) runs inside the softmax
  * backward's row pass (one kernel, dp never stored), and dq = attention_pk(ds, k) with it when it
  * reads ds itself (not under a softcap), and the plan still equals the interpreter bit for bit,
- * masks, sinks and softcap included, at 1 and 2 threads.
+ * masks, sinks and softcap included, at 1 and 2 threads; P and ds, which only mask-keeping
+ * readers take, are written at the attended pairs alone (Plan.attendedOnly), checked over an arena
+ * filled with NaN before each run.
  */
 class QkSoftmaxGradTest {
 
@@ -61,10 +63,13 @@ class QkSoftmaxGradTest {
         assertThat(plan.nativeKinds()).as(what).containsKey("qk_softmax_grad:F32");
         if (!src.contains("softcap"))                                  // dq = attention_pk(ds, k) runs inside it too
             assertThat(plan.nativeKinds()).as(what).doesNotContainKey("attention_pk:F32");
+        // P (only PQ and this pass read it) and, without a softcap, ds (only PQ reads it) are written where attended only
+        assertThat(plan.attendedOnlySteps()).as(what).isEqualTo(src.contains("softcap") ? 1 : 2);
         for (int threads : new int[] {1, 2}) {
             Parallel.setThreads(threads);
             for (int run = 0; run < 2; run++) {
                 Map<String, Tensor> in = randomInputs(plan, 31L * threads + run, 4);
+                plan.poisonArena();                                    // an entry left unwritten and then read shows as NaN
                 assertBits(plan.run(in), interpret(p, in), what + ", threads " + threads + " run " + run);
             }
         }
@@ -126,6 +131,7 @@ class QkSoftmaxGradTest {
                 new Case("dp read twice", direct(opts(0), opts(0), true), false),
                 new Case("probabilities under another mask", direct(opts(3), opts(0), false), false))) {
             Plan plan = Plan.compile(c.p());
+            assertThat(plan.attendedOnlySteps()).as("P of attention_probs alone, ds an output").isZero();
             Map<String, Boolean> kinds = plan.nativeKinds();
             if (c.merged()) assertThat(kinds).as(c.what()).containsKey("qk_softmax_grad:F32").doesNotContainKeys("attention_qk:F32", "softmax_grad:F32");
             else assertThat(kinds).as(c.what()).containsKeys("attention_qk:F32", "softmax_grad:F32").doesNotContainKey("qk_softmax_grad:F32");

@@ -61,10 +61,13 @@ public class AttentionKernelsBench {
         dp = new float[probs.length];
         ds = new float[probs.length];
         Parallel.setThreads(threads);
-        PlanKernels.attention(g, q, k, v, null, y, probs, null);
+        PlanKernels.attention(g, q, k, v, null, y, probs, null, false);
     }
 
-    @Benchmark public float[] forwardWithProbs() { PlanKernels.attention(g, q, k, v, null, y, probs, null); return y; }
+    @Benchmark public float[] forwardWithProbs() { PlanKernels.attention(g, q, k, v, null, y, probs, null, false); return y; }
+
+    /** As the plan runs it when only masked readers take P (Plan.attendedOnly). */
+    @Benchmark public float[] forwardWithAttendedProbs() { PlanKernels.attention(g, q, k, v, null, y, probs, null, true); return y; }
 
     @Benchmark public float[] qkThenSoftmaxGrad() {
         AttentionProducts.qk(g, q, v, dp);
@@ -72,16 +75,19 @@ public class AttentionKernelsBench {
         return ds;
     }
 
-    @Benchmark public float[] qkSoftmaxGrad() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null); return ds; }
+    @Benchmark public float[] qkSoftmaxGrad() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null, false); return ds; }
 
     /** What the plan ran before qk_softmax_grad took dq in: the one-pass kernel, then attention_pk over ds. */
     @Benchmark public float[] qkSoftmaxGradThenPk() {
-        AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null);
+        AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null, false);
         AttentionProducts.pk(g, ds, k, dq);
         return dq;
     }
 
-    @Benchmark public float[] qkSoftmaxGradWithPk() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq); return dq; }
+    @Benchmark public float[] qkSoftmaxGradWithPk() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq, false); return dq; }
+
+    /** As the plan runs it when only masked readers take ds (Plan.attendedOnly). */
+    @Benchmark public float[] qkSoftmaxGradWithPkAttendedOnly() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq, true); return dq; }
 
     @Benchmark public float[] pk() { AttentionProducts.pk(g, probs, k, dq); return dq; }
 
