@@ -192,10 +192,14 @@ public final class Vjp {
         T u = r.residual().isPresent() ? o.add(x, p.of(r.residual().get())) : x;
         Shape xs = o.type(x).shape();
         long d = xs.dim(xs.rank() - 1);
-        T mean = o.div(rowSum(o, o.mul(u, u)), constant(o, u, d));
-        T q = o.rsqrt(o.add(mean, constant(o, u, r.eps())));
+        // mean, q and q³/D once per row ([…, 1]), broadcast where used: the same roundings per element
+        // as over the full shape, at 1/D of the work.
+        T ss = o.sum(o.mul(u, u), xs.rank() - 1, true);
+        T mean = o.div(ss, constant(o, ss, d));
+        T q1 = o.rsqrt(o.add(mean, constant(o, ss, r.eps())));
+        T q = o.broadcast(q1, xs);
         T h = r.weight().isPresent() ? o.mul(g, perColumn(o, p.of(r.weight().get()), xs)) : g;
-        T q3 = o.div(o.mul(q, o.mul(q, q)), constant(o, u, d));
+        T q3 = o.broadcast(o.div(o.mul(q1, o.mul(q1, q1)), constant(o, ss, d)), xs);
         T du = o.sub(o.mul(q, h), o.mul(o.mul(u, q3), rowSum(o, o.mul(h, u))));
         java.util.List<T> out = new java.util.ArrayList<>();
         out.add(du);
