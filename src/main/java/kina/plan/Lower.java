@@ -133,7 +133,11 @@ final class Lower {
             case Instr.Mul _ -> binary(Binary.MUL, a, out, n);
             case Instr.Div _ -> binary(Binary.DIV, a, out, n);
             case Instr.Maximum _ -> binary(Binary.MAXIMUM, a, out, n);
-            case Instr.Swiglu _ -> binary(Binary.SWIGLU, a, out, n);
+            case Instr.Swiglu _ -> {
+                if (op.also().isEmpty()) yield binary(Binary.SWIGLU, a, out, n);
+                float[] g = f(a[0]), u = f(a[1]), z = f(out), sg = f(op.also().getFirst().out());   // its gate's sigmoid (Plan.sharedSigmoids)
+                yield () -> PlanKernels.range(n, 1, (from, to) -> PlanKernels.swigluSigmoidRange(g, u, z, sg, from, to));
+            }
             case Instr.Matmul _ -> matmul(op, a, out);
             case Instr.Transpose(Var _, var perm) -> {
                 Shape s = type(a[0]).shape();

@@ -30,7 +30,8 @@ import kina.ir.TensorType;
  * transA/transB flags; a softmax's backward over the last axis run as one row pass
  * ({@link #softmaxGrads}), with the attention_qk that makes its dp computed inside it ({@link #qkSoftmaxGrads}); chains of elementwise steps fused into single passes ({@link Fusion}: values
  * read only inside a chain and scalar broadcasts feeding it get no buffer); an attention step
- * writes the backward's attention_probs over the same operands too ({@link #sharedProbs}); liveness (the last
+ * writes the backward's attention_probs over the same operands too ({@link #sharedProbs}), a swiglu its
+ * gate's sigmoid ({@link #sharedSigmoids}); liveness (the last
  * reader of every storage) and a best-fit arena in which a
  * buffer is handed to a new value only after every reader of the old one has run.
  *
@@ -106,7 +107,7 @@ public final class Plan {
         List<Flatten.Step> live = deadStepsDropped(ir);
         List<Op> folded = folded(live, ir);
         List<Op> fused = fuse ? Fusion.fuse(qkSoftmaxGrads(softmaxGrads(folded, ir), ir), ir) : folded;
-        this.ops = share ? attendedOnly(sharedProbs(fused, ir), ir) : fused;
+        this.ops = share ? attendedOnly(sharedSigmoids(sharedProbs(fused, ir), ir), ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         // ---- liveness: def and last read of every storage (root slot) ----
         int nSlots = ir.slots.size(), n = ops.size();
@@ -360,6 +361,38 @@ public final class Plan {
             Op op = ops.get(i);
             if (dropped[i]) continue;
             out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.pass(), op.qk(), false));
+        }
+        return out;
+    }
+
+    /**
+     * Computes σ(gate) once: an F32 {@code swiglu(gate, up)} step also writes the value of a later
+     * {@code sigmoid(gate)} step over the same gate (swiglu's VJP takes σ(gate); the forward kernel
+     * computes it anyway, with the same roundings), which is then not scheduled. Its buffer lives
+     * from the swiglu to its last reader.
+     */
+    static List<Op> sharedSigmoids(List<Op> ops, Flatten ir) {
+        int n = ops.size();
+        Map<Integer, Integer> swigluOfGate = new java.util.HashMap<>();     // gate's root → the swiglu op reading it
+        List<List<Flatten.Step>> also = new ArrayList<>(Collections.nCopies(n, List.of()));
+        boolean[] dropped = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            Op op = ops.get(i);
+            if (op.group() != null || op.pass() != RowPass.NONE || !op.also().isEmpty()) continue;
+            if (op.step().instr() instanceof Instr.Swiglu && ir.slots.get(op.step().out()).type().dtype() == DType.F32)
+                swigluOfGate.putIfAbsent(ir.slots.get(op.args()[0]).root(), i);
+            else if (op.step().instr() instanceof Instr.Sigmoid) {
+                Integer sw = swigluOfGate.get(ir.slots.get(op.args()[0]).root());
+                if (sw == null || !also.get(sw).isEmpty() || !sameValue(ir, op.args()[0], ops.get(sw).args()[0])) continue;
+                also.set(sw, List.of(op.step()));
+                dropped[i] = true;
+            }
+        }
+        List<Op> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Op op = ops.get(i);
+            if (dropped[i]) continue;
+            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.group(), also.get(i), op.pass(), op.qk()));
         }
         return out;
     }

@@ -108,6 +108,26 @@ final class PlanKernels {
         for (; i < to; i++) y[i] = 1f / (1f + y[i]);
     }
 
+    /**
+     * swiglu that also keeps σ(a): s[i] = σ(a[i]) and z[i] = a[i]·s[i]·b[i] for i in [from, to), the
+     * roundings of {@link #swigluRange} and {@link #sigmoidRange} (Plan.sharedSigmoids).
+     */
+    static void swigluSigmoidRange(float[] a, float[] b, float[] z, float[] s, int from, int to) {
+        KinaMath.expNeg(a, from, s, from, to - from);
+        int i = from, vEnd = from + FS.loopBound(to - from);
+        FloatVector one = FloatVector.broadcast(FS, 1f);
+        for (; i < vEnd; i += LANES) {
+            FloatVector sv = one.div(one.add(FloatVector.fromArray(FS, s, i)));
+            sv.intoArray(s, i);
+            FloatVector.fromArray(FS, a, i).mul(sv).mul(FloatVector.fromArray(FS, b, i)).intoArray(z, i);
+        }
+        for (; i < to; i++) {
+            float sv = 1f / (1f + s[i]);
+            s[i] = sv;
+            z[i] = (a[i] * sv) * b[i];
+        }
+    }
+
     /** y[i] = x[i] · σ(x[i]) for i in [from, to). */
     static void siluRange(float[] x, float[] y, int from, int to) {
         KinaMath.expNeg(x, from, y, from, to - from);
