@@ -102,6 +102,12 @@ final class Fusion {
                 leafOf[out] = leaf(ir, op.args()[0], ir.slots.get(out).type());
         }
         for (Plan.Op op : ops) if (!fusible(op, ir)) for (int a : op.args()) leafOf[a] = null;
+        // ---- uniform fills (constants) read as scalars: one load stream less, the same value ----
+        for (int s = 0; s < nSlots; s++) {
+            Flatten.Const c = ir.constants.get(ir.slots.get(s).root());
+            if (c != null && c.payload() == null && floating(ir.slots.get(s).type()) && leafOf[s] == null)
+                leafOf[s] = new Leaf(ir.slots.get(s).root(), 1, 1);
+        }
         // ---- groups: union-find over open groups, in schedule order ----
         int[] groupOfOp = new int[n], parent = new int[n];
         boolean[] open = new boolean[n];

@@ -628,6 +628,9 @@ public final class Plan {
         }
     }
 
+    /** The arrays the fused passes stream, all passes together (read by tests). */
+    int fusedInputStreams() { return ops.stream().filter(o -> o.group() != null).mapToInt(o -> o.group().inputs().length).sum(); }
+
     /** Bytes held by the arena (every run reuses them). */
     public long arenaBytes() { return arenaBytes; }
 

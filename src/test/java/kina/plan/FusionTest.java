@@ -120,6 +120,29 @@ class FusionTest {
         assertThat(plan.steps()).isEqualTo(2);
     }
 
+    @ParameterizedTest
+    @EnumSource(value = DType.class, names = {"F32", "F64"})
+    void uniformFillsAreReadAsScalarsNotStreamed(DType d) {
+        String t = "tensor<" + d + ", [5, 37], @host>";
+        Program p = transformed("fills " + d, """
+                let x = %1$s in
+                let y = %1$s in
+                let a = x * fill(%1$s, 0.5) + y in
+                let b = a - fill(%1$s, -0.0) in
+                let c = y * fill(%1$s, 3.0) in
+                (b, c)
+                """.formatted(t));
+        Plan plan = Plan.compile(p);
+        assertThat(plan.fusedInputStreams()).as("x and y for a, b; y for the lone c: no fill streamed").isEqualTo(3);
+        for (int threads : new int[] {1, 2}) {
+            Parallel.setThreads(threads);
+            for (int run = 0; run < 2; run++) {
+                Map<String, Tensor> in = run == 0 ? randomInputs(plan, 3 * threads, 4) : SoftmaxGradTest.special(plan, threads);
+                SoftmaxGradTest.check(plan.run(in), interpret(p, in), run == 1, "fills " + d + ", threads " + threads + " run " + run);
+            }
+        }
+    }
+
     @Test void aScalarBroadcastReadElsewhereIsStillMaterialised() {
         Program p = transformed("b", """
                 let x = tensor<F32, [2, 3], @host> in
