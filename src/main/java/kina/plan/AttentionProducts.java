@@ -6,8 +6,9 @@ import jdk.incubator.vector.VectorSpecies;
 import kina.eval.Parallel;
 
 /**
- * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ): the same bits as
- * Kernels.attentionProduct. Every output is one fma chain from −0.0 over the attended pairs in the
+ * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ), and QK fused with
+ * the softmax backward (and PK) that reads it ({@link #qkSoftmaxGrad}): the same bits as
+ * Kernels.attentionProduct and the steps they replace. Every output is one fma chain from −0.0 over the attended pairs in the
  * instruction's order; lanes run across independent outputs (keys for QK, features e for PK and
  * PQ), and a lanewise fma is Math.fma per lane, so the chains are the oracle's. Pairs that are not
  * attended are never computed: a causal product costs half of a matmul's work.
@@ -162,7 +163,7 @@ final class AttentionProducts {
      * with the same mask, so a left-out pair's product is +0.0·+0.0, and adding +0.0 to a sequential
      * float fold changes nothing but a −0.0 total (a sum is −0.0 only when every term is), so d is
      * the fold over [lo, hi], then + 0.0 when the row leaves any pair out; a left-out ds_j is
-     * +0.0·(+0.0 − d). With x non-null it also writes dq = attention_pk(ds, x) (x [batch, l, KV·hd],
+     * +0.0·(+0.0 − d). With x non-null it also writes dq = attention_pk(ds, x) (x [batch, l, KV·hd], b's type,
      * dq [batch, rows, H·hd]) from the ds rows just written, {@link #pk}'s chains. a [batch, rows,
      * H·hd], b [batch, l, KV·hd]; p, ds [batch, H, rows, l]; d [batch, H, rows] or null (not wanted).
      * With {@code attendedOnly} ds is written at [lo, hi] alone (Plan.attendedOnly).

@@ -18,7 +18,8 @@ import kina.ir.TensorType;
  * pass over the elements: values read only inside a chain live in small scratch registers, never
  * in arena buffers, and a {@code broadcast} read only by fused steps whose source is a scalar or
  * a block of contiguous axes (e.g. {@code [.., 1]}) is not materialised: the pass reads its source
- * in place (a scalar once, as a constant register).
+ * in place (a scalar once, as a constant register). A uniform fill constant is read the same way,
+ * as a scalar, not streamed from its full-size buffer.
  *
  * <p>Bits: each fused instruction is the very operation of the step it replaces (Java float or
  * double arithmetic, lanewise add/sub/mul/div/sqrt/neg/max, all exact IEEE operations rounded once)

@@ -28,11 +28,13 @@ import kina.ir.TensorType;
  * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
  * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
  * transA/transB flags; a softmax's backward over the last axis run as one row pass
- * ({@link #softmaxGrads}), with the attention_qk that makes its dp computed inside it ({@link #qkSoftmaxGrads}); chains of elementwise steps fused into single passes ({@link Fusion}: values
- * read only inside a chain and scalar broadcasts feeding it get no buffer); an attention step
- * writes the backward's attention_probs over the same operands too ({@link #sharedProbs}), a swiglu its
- * gate's sigmoid ({@link #sharedSigmoids}); liveness (the last
- * reader of every storage) and a best-fit arena in which a
+ * ({@link #softmaxGrads}), with the attention_qk that makes its dp and the attention_pk that reads
+ * its ds computed inside it ({@link #qkSoftmaxGrads}); chains of elementwise steps fused into
+ * single passes ({@link Fusion}: values read only inside a chain, scalar broadcasts and uniform
+ * fills feeding it get no buffer); an attention step writes the backward's attention_probs over
+ * the same operands too ({@link #sharedProbs}), a swiglu its gate's sigmoid ({@link #sharedSigmoids});
+ * P and ds written at the attended pairs only where no reader looks further ({@link #attendedOnly},
+ * the last pass); liveness (the last reader of every storage) and a best-fit arena in which a
  * buffer is handed to a new value only after every reader of the old one has run.
  *
  * <p>{@link #run} is not reentrant (one arena): calls are serialised.
@@ -47,10 +49,12 @@ public final class Plan {
      * or a fused elementwise pass ({@code group} non-null: args are its input slots, {@code step}
      * its last member's, the values it writes are {@code group.outs()}). {@code also}: steps not
      * scheduled because this op's kernel writes their values too (an attention's attention_probs,
-     * see {@link #sharedProbs}; a softmax backward's row sums); empty for most. {@code pass}:
+     * see {@link #sharedProbs}; a swiglu's sigmoid of its gate, {@link #sharedSigmoids}; a softmax
+     * backward's row sums; qk_softmax_grad's attention_pk); empty for most. {@code pass}:
      * SOFTMAX_GRAD, the op is {@link #softmaxGrads}'s row pass (args [p, dp], step the last mul's);
      * QK_SOFTMAX_GRAD, that pass with dp = attention_qk(g, v) computed inside it ({@link #qkSoftmaxGrads};
-     * args [p, g, v], {@code qk} the attention_qk step, which is not scheduled). {@code attendedOnly}:
+     * args [p, g, v], or [p, g, v, x] with dq = attention_pk(ds, x) too; {@code qk} the attention_qk
+     * step, which is not scheduled). {@code attendedOnly}:
      * the op writes its probability-shaped value (an attention's P, qk_softmax_grad's ds) at the
      * attended pairs only, as no reader looks at the rest ({@link #attendedOnly}).
      */
@@ -107,6 +111,7 @@ public final class Plan {
         List<Flatten.Step> live = deadStepsDropped(ir);
         List<Op> folded = folded(live, ir);
         List<Op> fused = fuse ? Fusion.fuse(qkSoftmaxGrads(softmaxGrads(folded, ir), ir), ir) : folded;
+        // attendedOnly checks the readers of the final schedule: it must stay the last pass.
         this.ops = share ? attendedOnly(sharedSigmoids(sharedProbs(fused, ir), ir), ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         // ---- liveness: def and last read of every storage (root slot) ----
@@ -328,7 +333,8 @@ public final class Plan {
      * Computes P once: an F32 {@code attention(q, k, v[, sinks], opts)} step also writes the value of
      * a later {@code attention_probs(q, k[, sinks], opts, sinkColumn)} step over the same q, k, sinks
      * and options (the probability rows, or the sink shares with sinkColumn: the very rows the
-     * attention kernel computes, zeros outside [lo, hi] included), which is then not scheduled. At most
+     * attention kernel computes, zeros outside [lo, hi] included unless {@link #attendedOnly} drops
+     * them), which is then not scheduled. At most
      * one of each kind per attention; their buffers live from the attention to their last reader.
      */
     static List<Op> sharedProbs(List<Op> ops, Flatten ir) {
@@ -466,7 +472,7 @@ public final class Plan {
      * F32 attention_probs(q, k, …, opts) (probabilities, not sink shares) with the same opts, so both
      * hold +0.0 at every pair the mask leaves out and the kernel need not read or compute them. The
      * op becomes [p, g, v] at the row pass's place (after both producers); dp gets no buffer. A later
-     * dq = attention_pk(ds, x, opts) whose x is made before that place runs inside it too, from the
+     * dq = attention_pk(ds, x, opts) whose x has v's type and is made before that place runs inside it too, from the
      * ds rows while they are in cache: args [p, g, v, x], its step in {@code also}.
      */
     static List<Op> qkSoftmaxGrads(List<Op> ops, Flatten ir) {
@@ -503,7 +509,8 @@ public final class Plan {
                 Op o = ops.get(r);
                 if (o.group() == null && o.pass() == RowPass.NONE && o.args()[0] == ds && o.args()[1] != ds
                         && o.step().instr() instanceof Instr.AttentionProduct(var _, var _, var po, var pf)
-                        && pf == Instr.AttentionProduct.Form.PK && po.equals(qo) && producer[ir.slots.get(o.args()[1]).root()] < i) { pk = r; break; }
+                        && pf == Instr.AttentionProduct.Form.PK && po.equals(qo) && producer[ir.slots.get(o.args()[1]).root()] < i
+                        && ir.slots.get(o.args()[1]).type().equals(ir.slots.get(qk.args()[1]).type())) { pk = r; break; }   // the kernel takes v's geometry
             }
             List<Flatten.Step> also = new ArrayList<>(sg.also());
             int[] args = {p, qk.args()[0], qk.args()[1]};
@@ -581,10 +588,13 @@ public final class Plan {
      */
     public static Plan compile(Program checkedTransformed) { return compile(checkedTransformed, true); }
 
-    /** {@link #compile}, with elementwise fusion ({@link Fusion}) on or off (off: for comparisons in tests). */
+    /** {@link #compile}, with elementwise fusion ({@link Fusion}) and the row passes ({@link #softmaxGrads}, {@link #qkSoftmaxGrads}) on or off (off: for comparisons in tests). */
     static Plan compile(Program checkedTransformed, boolean fuse) { return compile(checkedTransformed, fuse, true); }
 
-    /** {@link #compile}, with fusion and shared attention probabilities ({@link #sharedProbs}) on or off (tests). */
+    /**
+     * {@link #compile}, with fusion and the row passes, and with the shared values ({@link #sharedProbs},
+     * {@link #sharedSigmoids}) and {@link #attendedOnly}, on or off (tests).
+     */
     static Plan compile(Program checkedTransformed, boolean fuse, boolean share) {
         return new Plan(Flatten.of(checkedTransformed), fuse, share);
     }

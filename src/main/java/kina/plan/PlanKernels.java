@@ -20,7 +20,8 @@ import kina.eval.Parallel;
  *
  * <p>Buffers come from the plan's arena and may be longer than the tensor: every kernel takes its
  * element counts as arguments (never {@code array.length}) and writes every output element (stale
- * values from an earlier run must not survive). Work is split over {@link Parallel} by independent
+ * values from an earlier run must not survive), except where Plan.attendedOnly has established that
+ * no reader looks outside the attention mask ({@code attendedOnly} arguments). Work is split over {@link Parallel} by independent
  * outputs only (element ranges, rows, heads), never inside one output's reduction.
  */
 final class PlanKernels {

@@ -52,7 +52,8 @@ class QkSoftmaxGradTest {
                 Arguments.of("rows with nothing attended", AttentionSharingTest.program(1, 4, 6, 2, 2, 4, false, "window=2, start=4")),
                 Arguments.of("rows with only the sink", AttentionSharingTest.program(1, 4, 6, 2, 2, 4, true, "window=2, start=4")),
                 Arguments.of("odd widths, long rows (vector tails)", AttentionSharingTest.program(1, 37, 37, 4, 1, 17, false, "window=29")),
-                Arguments.of("long causal rows", AttentionSharingTest.program(1, 70, 70, 2, 2, 8, false, "")));
+                Arguments.of("long causal rows", AttentionSharingTest.program(1, 70, 70, 2, 2, 8, false, "")),
+                Arguments.of("heads of 72 (pk's blocks of features and a tail)", AttentionSharingTest.program(1, 11, 11, 2, 2, 72, false, "window=6")));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -120,6 +121,38 @@ class QkSoftmaxGradTest {
         String result = "ds";
         if (dpReadTwice) { let.accept("r", new Instr.Add(Var.of("ds"), Var.of("dp"))); result = "r"; }
         return Checker.check(new Program("t.kina", new Block(lets, Var.of(result), new Pos("t.kina", ++line[0], 1))));
+    }
+
+    /**
+     * An attention whose P (shared from the forward) is read by attention_pq under {@code pqOpts}:
+     * P is written at the attended pairs only when those are the attention's own options.
+     */
+    static Program probsReadByPq(Instr.AttnOpts pqOpts) {
+        TensorType x = TensorType.host(DType.F32, 1, 6, 8);
+        List<Let> lets = new ArrayList<>();
+        int[] line = {0};
+        java.util.function.BiConsumer<String, Rhs> let = (n, r) -> lets.add(Let.of(Var.of(n), r, new Pos("t.kina", ++line[0], 1)));
+        for (String n : new String[] {"q", "k", "v", "g"}) let.accept(n, new Instr.Input(x));
+        let.accept("y", new Instr.Attention(Var.of("q"), Var.of("k"), Var.of("v"), Optional.empty(), opts(3)));
+        let.accept("pr", new Instr.AttentionProbs(Var.of("q"), Var.of("k"), Optional.empty(), opts(3), false));
+        let.accept("dv", new Instr.AttentionProduct(Var.of("pr"), Var.of("g"), pqOpts, Instr.AttentionProduct.Form.PQ));
+        let.accept("r", new Rhs.Tuple(List.of(Var.of("y"), Var.of("dv"))));
+        return Checker.check(new Program("t.kina", new Block(lets, Var.of("r"), new Pos("t.kina", ++line[0], 1))));
+    }
+
+    @Test
+    void pIsWrittenAtTheAttendedPairsOnlyWhenEveryReaderKeepsToItsMask() {
+        for (int window : new int[] {3, 0}) {                  // the attention's own window, then a wider mask
+            Program p = probsReadByPq(opts(window));
+            Plan plan = Plan.compile(p);
+            assertThat(plan.attendedOnlySteps()).as("pq under window " + window).isEqualTo(window == 3 ? 1 : 0);
+            for (int threads : new int[] {1, 2}) {
+                Parallel.setThreads(threads);
+                Map<String, Tensor> in = randomInputs(plan, 11L + threads, 4);
+                plan.poisonArena();
+                assertBits(plan.run(in), interpret(p, in), "pq under window " + window + ", threads " + threads);
+            }
+        }
     }
 
     static Instr.AttnOpts opts(int window) { return new Instr.AttnOpts(2, 2, Double.NaN, 0, window, 0, 0); }
