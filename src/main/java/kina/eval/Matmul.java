@@ -21,7 +21,9 @@ import jdk.incubator.vector.VectorSpecies;
  * of fmas is the specification's single chain in increasing p: no partial sums, no reassociation.
  * Transposed operands ({@code transA}: A stored [.., K, M]; {@code transB}: B stored [.., N, K])
  * are read in place by the packing, which moves values without arithmetic. Threads
- * ({@link Parallel}) take disjoint output blocks; padding lanes and rows (zeros) land in a scratch
+ * ({@link Parallel}) take disjoint output blocks (one batch element split by rows: B packed once
+ * per K block and shared, blocks of about MC rows claimed one at a time, so a thread that runs
+ * slow takes fewer); padding lanes and rows (zeros) land in a scratch
  * tile and are never written to {@code out}. With few column panels A is read in place instead of
  * packed (packing would cost about as much as the products, F32): a plain A (at most
  * {@link #DIRECT_PANELS} panels and K ≥ {@link #DIRECT_K}) by rows (that kernel continues chains
@@ -82,6 +84,7 @@ public final class Matmul {
         if (!VECTOR || (long) m * k * n < SMALL) { smallF32(a, transA, b, transB, out, batch, m, k, n); return; }
         long work = (long) batch * m * k * n;
         Grid g = Grid.of(batch, m, n, MR, Vec.NRF, work);
+        if (batch == 1 && g.mt() > 1 && g.nt() == 1) { Vec.sharedBF32(a, transA, b, transB, out, m, k, n, work); return; }
         java.util.function.IntConsumer task = t -> {
             int bt = t / (g.mt() * g.nt()), r = t % (g.mt() * g.nt());
             int i0 = g.start(r / g.nt(), true), i1 = g.start(r / g.nt() + 1, true);
@@ -113,7 +116,8 @@ public final class Matmul {
      * How the output [batch, m, n] is cut into tasks: per batch element an mt × nt grid of blocks
      * (row blocks a multiple of MR, column blocks a multiple of NR). With fewer batch elements than
      * threads, the longer side is split into about threads / batch blocks (equal halves on 2 cores),
-     * so the packing repeated per block (B per row block, A per column block) is the smaller one.
+     * so the packing repeated per block (B per row block, A per column block) is the smaller one;
+     * a single batch element split by rows runs as {@code Vec.sharedBF32} instead (F32).
      */
     record Grid(int batch, int m, int n, int mt, int nt, int mStep, int nStep) {
         static Grid of(int batch, int m, int n, int mr, int nr, long work) {
@@ -179,18 +183,67 @@ public final class Matmul {
             // Few column panels: packing A would cost about as much as the products, so it is read in
             // place (a transposed A is already laid out as MR-value columns, stride m); see
             // DIRECT_PANELS. Only a ragged last row panel is packed then (at pa[0]).
-            AForm form = transA ? (panels > DIRECT_COLS ? AForm.PACKED : AForm.COLS)
-                    : panels > DIRECT_PANELS || k < DIRECT_K ? AForm.PACKED : AForm.ROWS;
+            AForm form = aForm(transA, panels, k);
             if (s.b.length < panels * NRF * kcStep) s.b = new float[panels * NRF * kcStep];
-            int aNeed = (form == AForm.PACKED ? mcStep : MR) * kcStep;
-            if (s.a.length < aNeed) s.a = new float[aNeed];
-            float[] pa = s.a, pb = s.b, tile = s.tile;
+            float[] pb = s.b;
             for (int pc = 0; pc < k; pc += kcStep) {
                 int kc = Math.min(kcStep, k - pc);
-                boolean load = pc > 0;
-                packBF32(b, transB, bBase, k, n, pc, kc, j0, j1, pb);
-                for (int ic = i0; ic < i1; ic += mcStep) {
-                    int mc = Math.min(mcStep, i1 - ic), full = mc / MR * MR;
+                packBF32(b, transB, bBase, k, n, pc, kc, j0, j1, pb, 0);
+                for (int ic = i0; ic < i1; ic += mcStep)
+                    rowBlockF32(a, transA, out, bt, m, k, n, ic, Math.min(mcStep, i1 - ic), pc, kc, j0, j1, form, pb, s);
+            }
+        }
+
+        /** How the micro-kernel reads A for an output block of {@code panels} column panels (see blockF32). */
+        static AForm aForm(boolean transA, int panels, int k) {
+            return transA ? (panels > DIRECT_COLS ? AForm.PACKED : AForm.COLS)
+                    : panels > DIRECT_PANELS || k < DIRECT_K ? AForm.PACKED : AForm.ROWS;
+        }
+
+        /**
+         * sgemm of one batch element on several threads with B packed once per K block, shared:
+         * the panels are packed in parallel, then blocks of about MC rows are claimed one at a time
+         * (a thread that starts late or runs slow takes fewer), each packing its own A. Every output
+         * element's chain is the one blockF32 computes (same K blocks, same kernel), so the bits are
+         * the same at any thread count.
+         */
+        static void sharedBF32(float[] a, boolean transA, float[] b, boolean transB, float[] out, int m, int k, int n, long work) {
+            int panels = (n + NRF - 1) / NRF, kcStep = Math.min(KC, k), mcStep = mcStep(m), blocks = (m + mcStep - 1) / mcStep;
+            AForm form = aForm(transA, panels, k);
+            float[] pb = SHARED_B.get();
+            if (pb.length < panels * NRF * kcStep) SHARED_B.set(pb = new float[panels * NRF * kcStep]);
+            float[] pbf = pb;
+            int perChunk = Math.max(1, (panels + 7) / 8);
+            for (int pc = 0; pc < k; pc += kcStep) {
+                int kc = Math.min(kcStep, k - pc), pcf = pc;
+                Parallel.forEach((panels + perChunk - 1) / perChunk, (long) kc * n * 64, c -> {
+                    int j0 = c * perChunk * NRF, j1 = Math.min(n, (c + 1) * perChunk * NRF);
+                    packBF32(b, transB, 0, k, n, pcf, kc, j0, j1, pbf, c * perChunk * kc * NRF);
+                });
+                Parallel.forEach(blocks, work, blk -> {
+                    int ic = blk * mcStep;
+                    rowBlockF32(a, transA, out, 0, m, k, n, ic, Math.min(mcStep, m - ic), pcf, kc, 0, n, form, pbf, ScratchF.get());
+                });
+            }
+        }
+
+        /** The packed B that {@link #sharedBF32}'s threads share: the calling thread's. */
+        private static final ThreadLocal<float[]> SHARED_B = ThreadLocal.withInitial(() -> new float[0]);
+
+        /**
+         * Rows [ic, ic + mc) × columns [j0, j1) of batch element bt over the K block [pc, pc + kc),
+         * B's panels already packed in pb; A packed (or read in place) into s.
+         */
+        static void rowBlockF32(float[] a, boolean transA, float[] out, int bt, int m, int k, int n, int ic, int mc, int pc, int kc,
+                                int j0, int j1, AForm form, float[] pb, ScratchF s) {
+            int aBase = bt * m * k, oBase = bt * m * n, panels = (j1 - j0 + NRF - 1) / NRF;
+            boolean load = pc > 0;
+            int aNeed = (form == AForm.PACKED ? roundUp(mc, MR) : MR) * kc;
+            if (s.a.length < aNeed) s.a = new float[aNeed];
+            float[] pa = s.a, tile = s.tile;
+            {
+                {
+                    int full = mc / MR * MR;
                     if (form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
                     else if (full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
                     for (int jp = 0; jp < panels; jp++) {
@@ -250,9 +303,9 @@ public final class Matmul {
         }
 
         /** pb[jp][p][c] = B(pc + p, j0 + jp·NR + c), zero past column j1. */
-        static void packBF32(float[] b, boolean transB, int bBase, int k, int n, int pc, int kc, int j0, int j1, float[] pb) {
+        static void packBF32(float[] b, boolean transB, int bBase, int k, int n, int pc, int kc, int j0, int j1, float[] pb, int pbOff) {
             for (int jp = 0, j = j0; j < j1; jp++, j += NRF) {
-                int base = jp * kc * NRF, cols = Math.min(NRF, j1 - j);
+                int base = pbOff + jp * kc * NRF, cols = Math.min(NRF, j1 - j);
                 if (transB) {                                   // B stored [n, k]: a column is contiguous in p
                     for (int c = 0; c < cols; c++) {
                         int src = bBase + (j + c) * k + pc;

@@ -44,7 +44,7 @@ class MatmulTwinTest {
     /**
      * The train step's shape kinds: transposed A read in place (few column panels, ragged last row
      * panel, K over several balanced blocks) or packed (many panels), attention's batched small
-     * products, and products large enough to run on 2 threads.
+     * products, and products large enough to run on 2 threads (Matmul's shared packed B included).
      */
     @Test
     void inPlaceAndPackedForms() {
@@ -55,7 +55,10 @@ class MatmulTwinTest {
             {1, 131, 2 * Matmul.KC + 52, 40}, {1, 33, Matmul.KC + 76, 129}, {1, 20, Matmul.KC + 3, 300},
             // Around the form limits: K = 63 | 64 (plain A packed | in place), 4 | 5 column panels
             // (transposed A in place | packed), with ragged rows and lanes.
-            {2, 41, 63, 100}, {2, 37, 64, 128}, {1, 45, 200, 64}, {1, 43, 130, 70}, {2, 128, 32, 128}};
+            {2, 41, 63, 100}, {2, 37, 64, 128}, {1, 45, 200, 64}, {1, 43, 130, 70}, {2, 128, 32, 128},
+            // 2 threads, one batch element, M ≥ N: B packed once and shared, row blocks claimed one at a
+            // time, the last one ragged (not a multiple of the register tile), A packed; K over two blocks.
+            {1, 301, 300, 150}, {1, 203, Matmul.KC + 100, 136}};
         for (int threads = 1; threads <= 2; threads++)
             for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
     }
