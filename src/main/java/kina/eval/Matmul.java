@@ -57,6 +57,13 @@ public final class Matmul {
      */
     static final long PARALLEL_MIN = 1L << 23;
     /**
+     * The least work (m·k·n) for {@code Vec.sharedBF32}, which also needs m ≥ 4·MC: with less work or
+     * fewer row blocks the two fan-outs per K block (pack, then products) cost more than packing B
+     * twice and claiming blocks saves (bench/MatmulAB.java, 2 threads: 90×2048×64 ran 49–51 GFLOP/s
+     * shared against 57–60 in halves, 256×2048×256 TN 1–3 % below; 512 rows and more, no loss).
+     */
+    static final long SHARED_MIN = 1L << 26;
+    /**
      * When A is read in place instead of packed (F32): plain A with at most DIRECT_PANELS column
      * panels and K ≥ DIRECT_K (below it the in-place kernel's per-tile start, −0.0 stored and loaded
      * back, cost more than packing: attention's q·kᵀ, K = 32, ran ~10 % faster packed); transposed A
@@ -84,7 +91,7 @@ public final class Matmul {
         if (!VECTOR || (long) m * k * n < SMALL) { smallF32(a, transA, b, transB, out, batch, m, k, n); return; }
         long work = (long) batch * m * k * n;
         Grid g = Grid.of(batch, m, n, MR, Vec.NRF, work);
-        if (batch == 1 && g.mt() > 1 && g.nt() == 1) { Vec.sharedBF32(a, transA, b, transB, out, m, k, n, work); return; }
+        if (batch == 1 && g.mt() > 1 && work >= SHARED_MIN && m >= 4 * MC) { Vec.sharedBF32(a, transA, b, transB, out, m, k, n, work); return; }
         java.util.function.IntConsumer task = t -> {
             int bt = t / (g.mt() * g.nt()), r = t % (g.mt() * g.nt());
             int i0 = g.start(r / g.nt(), true), i1 = g.start(r / g.nt() + 1, true);
@@ -208,15 +215,18 @@ public final class Matmul {
          * the same at any thread count.
          */
         static void sharedBF32(float[] a, boolean transA, float[] b, boolean transB, float[] out, int m, int k, int n, long work) {
-            int panels = (n + NRF - 1) / NRF, kcStep = Math.min(KC, k), mcStep = mcStep(m), blocks = (m + mcStep - 1) / mcStep;
+            // Blocks of at most about MC rows, their count a multiple of the threads (equal shares when all
+            // run at one speed; the row blocks never change an output's chain, so any count gives the same bits).
+            int t = Parallel.threads(), nb = roundUp(Math.max((m + MC - 1) / MC, t), t);
+            int panels = (n + NRF - 1) / NRF, kcStep = Math.min(KC, k), mcStep = roundUp((m + nb - 1) / nb, MR), blocks = (m + mcStep - 1) / mcStep;
             AForm form = aForm(transA, panels, k);
-            float[] pb = SHARED_B.get();
-            if (pb.length < panels * NRF * kcStep) SHARED_B.set(pb = new float[panels * NRF * kcStep]);
-            float[] pbf = pb;
+            ScratchF mine = ScratchF.get();                  // the caller's B scratch, shared for the call (rowBlockF32 reads only s.a, s.tile)
+            if (mine.b.length < panels * NRF * kcStep) mine.b = new float[panels * NRF * kcStep];
+            float[] pbf = mine.b;
             int perChunk = Math.max(1, (panels + 7) / 8);
             for (int pc = 0; pc < k; pc += kcStep) {
                 int kc = Math.min(kcStep, k - pc), pcf = pc;
-                Parallel.forEach((panels + perChunk - 1) / perChunk, (long) kc * n * 64, c -> {
+                Parallel.forEach((panels + perChunk - 1) / perChunk, work, c -> {   // the call's work: packing fans out whenever the products do
                     int j0 = c * perChunk * NRF, j1 = Math.min(n, (c + 1) * perChunk * NRF);
                     packBF32(b, transB, 0, k, n, pcf, kc, j0, j1, pbf, c * perChunk * kc * NRF);
                 });
@@ -226,9 +236,6 @@ public final class Matmul {
                 });
             }
         }
-
-        /** The packed B that {@link #sharedBF32}'s threads share: the calling thread's. */
-        private static final ThreadLocal<float[]> SHARED_B = ThreadLocal.withInitial(() -> new float[0]);
 
         /**
          * Rows [ic, ic + mc) × columns [j0, j1) of batch element bt over the K block [pc, pc + kc),
@@ -241,28 +248,24 @@ public final class Matmul {
             int aNeed = (form == AForm.PACKED ? roundUp(mc, MR) : MR) * kc;
             if (s.a.length < aNeed) s.a = new float[aNeed];
             float[] pa = s.a, tile = s.tile;
-            {
-                {
-                    int full = mc / MR * MR;
-                    if (form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
-                    else if (full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
-                    for (int jp = 0; jp < panels; jp++) {
-                        int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
-                        for (int ip = 0; ip * MR < mc; ip++) {
-                            int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i);
-                            // Edge tiles (padding rows or lanes) run on the scratch tile; only their real part reaches out.
-                            boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
-                            float[] c = edge ? tile : out;
-                            int co = edge ? 0 : oBase + i * n + j, ldc = edge ? NRF : n;
-                            // The in-place rows kernel always continues chains: start them at −0.0 just before, while in L1.
-                            if (rows && !load) negZeroF32(c, co, ldc);
-                            else if (edge && load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
-                            if (rows) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, c, co, ldc);
-                            else if (form == AForm.PACKED || mr < MR) kernelF32(pa, form == AForm.PACKED ? ip * kc * MR : 0, pb, bo, kc, c, co, ldc, load);
-                            else kernelColsF32(a, aBase + pc * m + i, m, pb, bo, kc, c, co, ldc, load);
-                            if (edge) for (int r = 0; r < mr; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
-                        }
-                    }
+            int full = mc / MR * MR;
+            if (form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
+            else if (full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
+            for (int jp = 0; jp < panels; jp++) {
+                int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
+                for (int ip = 0; ip * MR < mc; ip++) {
+                    int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i);
+                    // Edge tiles (padding rows or lanes) run on the scratch tile; only their real part reaches out.
+                    boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
+                    float[] c = edge ? tile : out;
+                    int co = edge ? 0 : oBase + i * n + j, ldc = edge ? NRF : n;
+                    // The in-place rows kernel always continues chains: start them at −0.0 just before, while in L1.
+                    if (rows && !load) negZeroF32(c, co, ldc);
+                    else if (edge && load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
+                    if (rows) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, c, co, ldc);
+                    else if (form == AForm.PACKED || mr < MR) kernelF32(pa, form == AForm.PACKED ? ip * kc * MR : 0, pb, bo, kc, c, co, ldc, load);
+                    else kernelColsF32(a, aBase + pc * m + i, m, pb, bo, kc, c, co, ldc, load);
+                    if (edge) for (int r = 0; r < mr; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
                 }
             }
         }

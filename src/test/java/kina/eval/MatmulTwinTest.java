@@ -57,8 +57,9 @@ class MatmulTwinTest {
             // (transposed A in place | packed), with ragged rows and lanes.
             {2, 41, 63, 100}, {2, 37, 64, 128}, {1, 45, 200, 64}, {1, 43, 130, 70}, {2, 128, 32, 128},
             // 2 threads, one batch element, M ≥ N: B packed once and shared, row blocks claimed one at a
-            // time, the last one ragged (not a multiple of the register tile), A packed; K over two blocks.
-            {1, 301, 300, 150}, {1, 203, Matmul.KC + 100, 136}};
+            // time, the last one ragged (not a multiple of the register tile), A packed where there are
+            // more than 8 panels (with 8 lanes: N > 128; one shape with N > 256 for 16 lanes); K over two blocks.
+            {1, 401, 350, 150}, {1, 403, Matmul.KC + 100, 136}, {1, 431, 100, 270}};
         for (int threads = 1; threads <= 2; threads++)
             for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
     }
