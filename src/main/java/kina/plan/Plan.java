@@ -420,9 +420,7 @@ public final class Plan {
         Arrays.fill(producer, -1);
         Arrays.fill(firstReader, -1);
         Arrays.fill(broadcastOf, -1);
-        boolean[] pinned = new boolean[nSlots];                      // outputs and viewed storage
-        for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
-        for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        boolean[] pinned = pinned(ir);
         for (int i = 0; i < n; i++) {                                // one pass: linear in the schedule
             Op op = ops.get(i);
             producer[op.step().out()] = i;
@@ -479,9 +477,7 @@ public final class Plan {
         int n = ops.size(), nSlots = ir.slots.size();
         int[] producer = new int[nSlots], readers = new int[nSlots];
         Arrays.fill(producer, -1);
-        boolean[] pinned = new boolean[nSlots];
-        for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
-        for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        boolean[] pinned = pinned(ir);
         Map<Integer, List<Integer>> readerOps = new java.util.HashMap<>();   // slot → the ops reading it (that slot itself)
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
@@ -536,10 +532,7 @@ public final class Plan {
      * (P) or +0.0·(+0.0 − d) (ds) elsewhere are never read, so skipping them changes no output.
      */
     static List<Op> attendedOnly(List<Op> ops, Flatten ir) {
-        int nSlots = ir.slots.size();
-        boolean[] pinned = new boolean[nSlots];
-        for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
-        for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        boolean[] pinned = pinned(ir);
         Map<Integer, Instr.AttnOpts> maskOf = new java.util.HashMap<>();      // slot → the mask it is written under
         for (Op op : ops) {
             if (op.pass() == RowPass.QK_SOFTMAX_GRAD) maskOf.put(op.step().out(), ((Instr.AttentionProduct) op.qk().instr()).opts());
@@ -571,6 +564,14 @@ public final class Plan {
             out.add(mine ? op.writingAttendedOnly() : op);
         }
         return out;
+    }
+
+    /** Per root slot: an output's or a viewed storage, which a pass must neither drop nor leave half-written. */
+    private static boolean[] pinned(Flatten ir) {
+        boolean[] pinned = new boolean[ir.slots.size()];
+        for (int o : ir.outputs) pinned[ir.slots.get(o).root()] = true;
+        for (Flatten.Slot sl : ir.slots) if (sl.origin() == Flatten.Origin.VIEW) pinned[sl.root()] = true;
+        return pinned;
     }
 
     /** Whether slots a and b hold the same value: one slot, or views of one storage with one type. */

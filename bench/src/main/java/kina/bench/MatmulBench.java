@@ -1,38 +1,20 @@
 package kina.bench;
 
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import kina.eval.Matmul;
 import kina.eval.Parallel;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * {@link Matmul#sgemm} on one shape per run. {@code shape} is "name:BxMxKxN:TT" (TT: NN, NT or
  * TN, as in bench/shapes.txt; bench/matmul.sh passes the list with -p shape=…); the score is µs per
  * call, and GFLOP/s = 2·B·M·K·N / (1000 · score), computed by bench/matmul.sh.
  */
-@State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC"})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class MatmulBench {
+public class MatmulBench extends KernelBench {
     @Param({"sq256:1x256x256x256:NN"})
     public String shape;
-
-    @Param({"1"})
-    public int threads;
 
     private float[] a, b, out;
     private int batch, m, k, n;

@@ -1,19 +1,10 @@
 package kina.plan;
 
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import kina.eval.Parallel;
 import org.openjdk.jmh.annotations.Benchmark;
-import org.openjdk.jmh.annotations.BenchmarkMode;
-import org.openjdk.jmh.annotations.Fork;
-import org.openjdk.jmh.annotations.Measurement;
-import org.openjdk.jmh.annotations.Mode;
-import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
-import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
-import org.openjdk.jmh.annotations.State;
-import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The plan's causal attention kernels on one layer of a StoryLM config (default medium: batch 8,
@@ -25,19 +16,10 @@ import org.openjdk.jmh.annotations.Warmup;
  *   java --add-modules jdk.incubator.vector -cp bench/target/benchmarks.jar:target/kina.jar \
  *       org.openjdk.jmh.Main AttentionKernelsBench -p threads=1
  */
-@State(Scope.Benchmark)
-@BenchmarkMode(Mode.AverageTime)
-@OutputTimeUnit(TimeUnit.MICROSECONDS)
-@Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "-XX:+UseParallelGC"})
-@Warmup(iterations = 3, time = 1)
-@Measurement(iterations = 5, time = 1)
-public class AttentionKernelsBench {
+public class AttentionKernelsBench extends kina.bench.KernelBench {
     /** batch x rows x heads x head width. */
     @Param({"8x256x8x32"})
     public String geometry;
-
-    @Param({"1"})
-    public int threads;
 
     private PlanKernels.Attn g;
     private float[] q, k, v, y, probs, dp, ds, dq;
