@@ -80,6 +80,20 @@ public final class Matmul {
      */
     static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
 
+    /** The register tile of {@link #tileTransAF32}: rows (A's MR values) and columns (two vectors). */
+    public static final int TILE_ROWS = MR, TILE_COLS = 2 * FloatVector.SPECIES_PREFERRED.length();
+
+    /**
+     * The F32 micro-kernel with a transposed A read in place, for kernels outside this class whose
+     * operands already have its layout (attention's PQ, kina.plan.AttentionProducts): for r &lt;
+     * TILE_ROWS, j &lt; TILE_COLS, c[co + r·ldc + j] continues its fma chain over p &lt; kc with
+     * c = fma(a[ao + p·lda + r], pb[bo + p·TILE_COLS + j], c), in increasing p, so the chains are the
+     * specification's. Needs the Vector API module ({@link #VECTOR}).
+     */
+    public static void tileTransAF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc) {
+        Vec.kernelColsF32(a, ao, lda, pb, bo, kc, c, co, ldc, true);
+    }
+
     /**
      * out[bt, i, j] = Σ_p A[bt, i, p] · B[bt, p, j] in float, FMA order above; out has batch·m·n
      * elements (row-major) and is overwritten. A is [batch, m, k] ({@code transA}: [batch, k, m]),

@@ -352,10 +352,17 @@ final class AttentionProducts {
 
     // ---- PQ: y[j, c, e] = Σ_{h of c} Σ_{t attending j} s[h, t, j]·x[t, h, e] ----------------------
 
+    /** Keys per tile of {@link #pq} (rows of sgemm's register tile) and features per tile (two vectors). */
+    private static final int PQ_KEYS = kina.eval.Matmul.TILE_ROWS, PQ_FEATS = kina.eval.Matmul.TILE_COLS;
+
     /**
      * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
-     * attends. Per (batch, kv head): one head at a time (its x copied in blocks), every key's
-     * chains continued through y from the previous head (stored and reloaded unchanged).
+     * attends. It is sgemm's TN product y = sᵀ·x per head, run on sgemm's micro-kernel
+     * (Matmul.tileTransAF32): a tile of PQ_KEYS keys reads their s values side by side in row t in
+     * place, and x's head is copied in panels of PQ_FEATS features. Per (batch, kv head), one head at
+     * a time, every key's chains continued through y from the previous head; per tile, the rows only
+     * some of its keys attend (before and after the range all attend) run as single-key chains
+     * ({@link #pqChain}) before and after the tile's joint range, so each chain stays in increasing t.
      */
     static void pq(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
@@ -369,25 +376,33 @@ final class AttentionProducts {
             tHi[j] = b;
         }
         long cost = (long) g.batch() * h * rows * l * hd / 2;
+        int panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS;
         Parallel.forEach(g.batch() * kv, cost, bc -> {
             int bt = bc / kv, c = bc % kv, yBase = bt * l * yStride + c * hd;
-            int blocks = hd / EB;
-            float[] xp = scratch(0, rows * hd)[1];              // one head's x: [block][rows][EB], then [rows][tail]
+            float[] xp = scratch(0, rows * hd)[1];              // one head's x: [panel][rows][PQ_FEATS], then [rows][tail]
             for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
                 boolean first = hh == c * grp;
                 int col = (bt * h + hh) * rows * l;             // s read in place: a copy cost more than its strided reads (T = 256)
                 for (int t = 0; t < rows; t++) {
                     int xo = (bt * rows + t) * xStride + hh * hd;
-                    for (int eb = 0; eb < blocks; eb++) System.arraycopy(x, xo + eb * EB, xp, (eb * rows + t) * EB, EB);
-                    if (blocks * EB < hd) System.arraycopy(x, xo + blocks * EB, xp, blocks * rows * EB + t * (hd - blocks * EB), hd - blocks * EB);
+                    for (int p = 0; p < panels; p++) System.arraycopy(x, xo + p * PQ_FEATS, xp, (p * rows + t) * PQ_FEATS, PQ_FEATS);
+                    if (e0 < hd) System.arraycopy(x, xo + e0, xp, e0 * rows + t * (hd - e0), hd - e0);
                 }
-                int j = 0;
-                for (; j + 1 < l; j += 2)
-                    pqPair(s, l, xp, rows, blocks, hd, col + j, tLo[j], tHi[j], tLo[j + 1], tHi[j + 1], first, y, yBase + j * yStride, yBase + (j + 1) * yStride);
-                if (j < l) {
-                    for (int eb = 0; eb < blocks; eb++) pqKeyBlock(s, l, xp, eb * rows * EB, col + j, tLo[j], tHi[j], first, y, yBase + j * yStride + eb * EB);
-                    pqKey(s, l, xp, rows, blocks, hd, col + j, tLo[j], tHi[j], first, y, yBase + j * yStride);
+                for (int p = 0; p < panels; p++) {                 // a panel of x (rows × PQ_FEATS) stays in L1 over all keys
+                    int xo = p * rows * PQ_FEATS, yo = yBase + p * PQ_FEATS;
+                    for (int j0 = 0; j0 < l; j0 += PQ_KEYS) {
+                        int nk = Math.min(PQ_KEYS, l - j0), top = 0, bot = Integer.MAX_VALUE;
+                        for (int j = j0; j < j0 + nk; j++) { top = Math.max(top, tLo[j]); bot = Math.min(bot, tHi[j]); }
+                        if (nk < PQ_KEYS || top > bot) {            // a tile needs every key to attend all of [top, bot]
+                            for (int j = j0; j < j0 + nk; j++) pqChain(s, l, col, xp, xo, j, tLo[j], tHi[j], first, y, yo + j * yStride);
+                            continue;
+                        }
+                        for (int j = j0; j < j0 + nk; j++) pqChain(s, l, col, xp, xo, j, tLo[j], top - 1, first, y, yo + j * yStride);
+                        kina.eval.Matmul.tileTransAF32(s, col + top * l + j0, l, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                        for (int j = j0; j < j0 + nk; j++) if (bot < tHi[j]) pqChain(s, l, col, xp, xo, j, bot + 1, tHi[j], false, y, yo + j * yStride);
+                    }
                 }
+                if (e0 < hd) for (int j = 0; j < l; j++) pqTail(s, l, col, xp, rows, e0, hd, j, tLo[j], tHi[j], first, y, yBase + j * yStride);
             }
             for (int j = 0; j < l; j++)                                 // no term: +0.0, not the chain's −0.0
                 if (tLo[j] > tHi[j] || grp == 0) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, 0f);
@@ -395,116 +410,42 @@ final class AttentionProducts {
     }
 
     /**
-     * Keys j (rows [loA, hiA]) and j + 1 (rows [loB, hiB]) of one head in one pass over the rows where
-     * their ranges meet: per block of EB features eight chains side by side, each in increasing t,
-     * started at −0.0 ({@code first}) or continued from y. s at sp[t·ls + j]; x's block eb at
-     * xp[(eb·rows + t)·EB + e], its tail features after the blocks ({@link #pqKey}).
+     * Key j's chains over one panel of PQ_FEATS features (x's panel at xp[xo + t·PQ_FEATS]), rows [lo, hi]
+     * (none when lo > hi), s at s[col + t·ls + j]: from −0.0 ({@code first}) or continued from y at
+     * yOff, and stored there (−0.0 for an empty first range, so a tile can continue it).
      */
-    static void pqPair(float[] sp, int ls, float[] xp, int rows, int blocks, int hd, int j, int loA, int hiA, int loB, int hiB,
-                       boolean first, float[] y, int yA, int yB) {
-        int top = Math.max(loA, loB), bot = Math.min(hiA, hiB);
-        boolean meet = loA <= hiA && loB <= hiB && top <= bot;
-        FloatVector z = FloatVector.broadcast(FS, -0.0f);
-        for (int eb = 0; eb < blocks; eb++) {
-            int xo = eb * rows * EB, e = eb * EB;
-            if (!meet) {
-                pqKeyBlock(sp, ls, xp, xo, j, loA, hiA, first, y, yA + e);
-                pqKeyBlock(sp, ls, xp, xo, j + 1, loB, hiB, first, y, yB + e);
-                continue;
-            }
-            FloatVector a0, a1, a2, a3, b0, b1, b2, b3;
-            if (first) { a0 = z; a1 = z; a2 = z; a3 = z; b0 = z; b1 = z; b2 = z; b3 = z; }
-            else {
-                a0 = FloatVector.fromArray(FS, y, yA + e); a1 = FloatVector.fromArray(FS, y, yA + e + LANES);
-                a2 = FloatVector.fromArray(FS, y, yA + e + 2 * LANES); a3 = FloatVector.fromArray(FS, y, yA + e + 3 * LANES);
-                b0 = FloatVector.fromArray(FS, y, yB + e); b1 = FloatVector.fromArray(FS, y, yB + e + LANES);
-                b2 = FloatVector.fromArray(FS, y, yB + e + 2 * LANES); b3 = FloatVector.fromArray(FS, y, yB + e + 3 * LANES);
-            }
-            for (int t = loA; t < top; t++) {
-                int xt = xo + t * EB;
-                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
-                a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
-                a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
-                a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
-                a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
-            }
-            for (int t = loB; t < top; t++) {
-                int xt = xo + t * EB;
-                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
-                b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
-                b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
-                b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
-                b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
-            }
-            for (int t = top, end = bot + 1; t < end; t++) {
-                int xt = xo + t * EB, st = t * ls + j;
-                FloatVector v0 = FloatVector.fromArray(FS, xp, xt), v1 = FloatVector.fromArray(FS, xp, xt + LANES),
-                        v2 = FloatVector.fromArray(FS, xp, xt + 2 * LANES), v3 = FloatVector.fromArray(FS, xp, xt + 3 * LANES);
-                FloatVector wa = FloatVector.broadcast(FS, sp[st]), wb = FloatVector.broadcast(FS, sp[st + 1]);
-                a0 = wa.fma(v0, a0); a1 = wa.fma(v1, a1); a2 = wa.fma(v2, a2); a3 = wa.fma(v3, a3);
-                b0 = wb.fma(v0, b0); b1 = wb.fma(v1, b1); b2 = wb.fma(v2, b2); b3 = wb.fma(v3, b3);
-            }
-            for (int t = bot + 1, end = hiA + 1; t < end; t++) {
-                int xt = xo + t * EB;
-                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
-                a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
-                a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
-                a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
-                a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
-            }
-            for (int t = bot + 1, end = hiB + 1; t < end; t++) {
-                int xt = xo + t * EB;
-                FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j + 1]);
-                b0 = w.fma(FloatVector.fromArray(FS, xp, xt), b0);
-                b1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), b1);
-                b2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), b2);
-                b3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), b3);
-            }
-            a0.intoArray(y, yA + e); a1.intoArray(y, yA + e + LANES); a2.intoArray(y, yA + e + 2 * LANES); a3.intoArray(y, yA + e + 3 * LANES);
-            b0.intoArray(y, yB + e); b1.intoArray(y, yB + e + LANES); b2.intoArray(y, yB + e + 2 * LANES); b3.intoArray(y, yB + e + 3 * LANES);
-        }
-        pqKey(sp, ls, xp, rows, blocks, hd, j, loA, hiA, first, y, yA);
-        pqKey(sp, ls, xp, rows, blocks, hd, j + 1, loB, hiB, first, y, yB);
-    }
-
-    /** One key's chains over one block of EB features (x's block at xp[xo + t·EB]), rows [lo, hi]; y at yOff. */
-    static void pqKeyBlock(float[] sp, int ls, float[] xp, int xo, int j, int lo, int hi, boolean first, float[] y, int yOff) {
-        FloatVector z = FloatVector.broadcast(FS, -0.0f);
-        FloatVector a0, a1, a2, a3;
-        if (first) { a0 = z; a1 = z; a2 = z; a3 = z; }
-        else {
-            a0 = FloatVector.fromArray(FS, y, yOff); a1 = FloatVector.fromArray(FS, y, yOff + LANES);
-            a2 = FloatVector.fromArray(FS, y, yOff + 2 * LANES); a3 = FloatVector.fromArray(FS, y, yOff + 3 * LANES);
-        }
+    static void pqChain(float[] s, int ls, int col, float[] xp, int xo, int j, int lo, int hi, boolean first, float[] y, int yOff) {
+        FloatVector a0, a1;
+        if (first) { a0 = FloatVector.broadcast(FS, -0.0f); a1 = a0; }
+        else { a0 = FloatVector.fromArray(FS, y, yOff); a1 = FloatVector.fromArray(FS, y, yOff + LANES); }
         for (int t = lo, end = hi + 1; t < end; t++) {
-            int xt = xo + t * EB;
-            FloatVector w = FloatVector.broadcast(FS, sp[t * ls + j]);
+            int xt = xo + t * PQ_FEATS;
+            FloatVector w = FloatVector.broadcast(FS, s[col + t * ls + j]);
             a0 = w.fma(FloatVector.fromArray(FS, xp, xt), a0);
             a1 = w.fma(FloatVector.fromArray(FS, xp, xt + LANES), a1);
-            a2 = w.fma(FloatVector.fromArray(FS, xp, xt + 2 * LANES), a2);
-            a3 = w.fma(FloatVector.fromArray(FS, xp, xt + 3 * LANES), a3);
         }
-        a0.intoArray(y, yOff); a1.intoArray(y, yOff + LANES); a2.intoArray(y, yOff + 2 * LANES); a3.intoArray(y, yOff + 3 * LANES);
+        a0.intoArray(y, yOff);
+        a1.intoArray(y, yOff + LANES);
     }
 
     /**
-     * One key's chains over the tail features e in [blocks·EB, hd) (x's tail at xp[blocks·rows·EB + t·w],
-     * w = hd − blocks·EB), rows [lo, hi], from −0.0 ({@code first}) or continued from y.
+     * Key j's chains over the tail features e in [e0, hd) (x's tail at xp[e0·rows + t·w], w = hd − e0),
+     * rows [lo, hi], from −0.0 ({@code first}) or continued from y (key j's row at yOff).
      */
-    static void pqKey(float[] sp, int ls, float[] xp, int rows, int blocks, int hd, int j, int lo, int hi, boolean first,
-                      float[] y, int yOff) {
-        int e0 = blocks * EB, w = hd - e0, xo = blocks * rows * EB;
+    static void pqTail(float[] s, int ls, int col, float[] xp, int rows, int e0, int hd, int j, int lo, int hi, boolean first,
+                       float[] y, int yOff) {
+        int w = hd - e0, xo = e0 * rows;
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         int e = 0;
         for (; e + LANES <= w; e += LANES) {
             FloatVector acc = first ? z : FloatVector.fromArray(FS, y, yOff + e0 + e);
             for (int t = lo, end = hi + 1; t < end; t++)
-                acc = FloatVector.broadcast(FS, sp[t * ls + j]).fma(FloatVector.fromArray(FS, xp, xo + t * w + e), acc);
+                acc = FloatVector.broadcast(FS, s[col + t * ls + j]).fma(FloatVector.fromArray(FS, xp, xo + t * w + e), acc);
             acc.intoArray(y, yOff + e0 + e);
         }
         for (; e < w; e++) {
             float acc = first ? -0.0f : y[yOff + e0 + e];
-            for (int t = lo, end = hi + 1; t < end; t++) acc = Math.fma(sp[t * ls + j], xp[xo + t * w + e], acc);
+            for (int t = lo, end = hi + 1; t < end; t++) acc = Math.fma(s[col + t * ls + j], xp[xo + t * w + e], acc);
             y[yOff + e0 + e] = acc;
         }
     }
