@@ -80,18 +80,26 @@ public final class Matmul {
      */
     static final boolean VECTOR = ModuleLayer.boot().findModule("jdk.incubator.vector").isPresent();
 
-    /** The register tile of {@link #tileTransAF32}: rows (A's MR values) and columns (two vectors). */
-    public static final int TILE_ROWS = MR, TILE_COLS = 2 * FloatVector.SPECIES_PREFERRED.length();
-
     /**
-     * The F32 micro-kernel with a transposed A read in place, for kernels outside this class whose
-     * operands already have its layout (attention's PQ, kina.plan.AttentionProducts): for r &lt;
-     * TILE_ROWS, j &lt; TILE_COLS, c[co + r·ldc + j] continues its fma chain over p &lt; kc with
-     * c = fma(a[ao + p·lda + r], pb[bo + p·TILE_COLS + j], c), in increasing p, so the chains are the
-     * specification's. Needs the Vector API module ({@link #VECTOR}).
+     * The F32 micro-kernel for kernels outside this class whose operands already have its layout
+     * (attention's PQ, kina.plan.AttentionProducts). A nested class so that loading Matmul does not
+     * load the Vector API (the scalar path must work without the module, {@link #VECTOR}).
      */
-    public static void tileTransAF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc) {
-        Vec.kernelColsF32(a, ao, lda, pb, bo, kc, c, co, ldc, true);
+    public static final class Tile {
+        private Tile() {}
+
+        /** The register tile of {@link #transA}: rows (A's MR values) and columns (two vectors). */
+        public static final int ROWS = MR, COLS = Vec.NRF;
+
+        /**
+         * A transposed A read in place: for r &lt; ROWS, j &lt; COLS, c[co + r·ldc + j] continues its
+         * fma chain over p &lt; kc with c = fma(a[ao + p·lda + r], pb[bo + p·COLS + j], c), in
+         * increasing p, so the chains are the specification's (the class comment). Needs the Vector
+         * API module.
+         */
+        public static void transA(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc) {
+            Vec.kernelColsF32(a, ao, lda, pb, bo, kc, c, co, ldc, true);
+        }
     }
 
     /**

@@ -13,17 +13,18 @@ import kina.eval.Parallel;
  * PQ), and a lanewise fma is Math.fma per lane, so the chains are the oracle's. Pairs that are not
  * attended are never computed: a causal product costs half of a matmul's work.
  *
- * <p>The pair kernels ({@link #pkPair}, {@link #pqPair}) write each row's own segments (before the
- * shared range, after it) out in full, row A's then row B's: a helper taking the accumulators would
- * get them boxed (C2 passes a vector to a method it did not inline as an object), and one that
- * stored and reloaded them through memory per segment ran slower at T = 128 (measured in session 3).
+ * <p>The pair kernel {@link #pkPair} writes each row's own segments (before the shared range, after
+ * it) out in full, row A's then row B's: a helper taking the accumulators would get them boxed (C2
+ * passes a vector to a method it did not inline as an object), and one that stored and reloaded
+ * them through memory per segment ran slower at T = 128 (measured in session 3). PQ runs on
+ * sgemm's micro-kernel ({@link #pq}).
  */
 final class AttentionProducts {
     private AttentionProducts() {}
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final int LANES = FS.length();
-    /** Output elements per block of {@link #pkPair} / {@link #pqPair}: four vectors. */
+    /** Output elements per block of {@link #pkPair}: four vectors. */
     static final int EB = 4 * LANES;
     /** Keys per block of {@link #dots4}: two vectors. */
     static final int KB = 2 * LANES;
@@ -353,16 +354,19 @@ final class AttentionProducts {
     // ---- PQ: y[j, c, e] = Σ_{h of c} Σ_{t attending j} s[h, t, j]·x[t, h, e] ----------------------
 
     /** Keys per tile of {@link #pq} (rows of sgemm's register tile) and features per tile (two vectors). */
-    private static final int PQ_KEYS = kina.eval.Matmul.TILE_ROWS, PQ_FEATS = kina.eval.Matmul.TILE_COLS;
+    private static final int PQ_KEYS = kina.eval.Matmul.Tile.ROWS, PQ_FEATS = kina.eval.Matmul.Tile.COLS;
 
     /**
      * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
      * attends. It is sgemm's TN product y = sᵀ·x per head, run on sgemm's micro-kernel
-     * (Matmul.tileTransAF32): a tile of PQ_KEYS keys reads their s values side by side in row t in
+     * (Matmul.Tile.transA): a tile of PQ_KEYS keys reads their s values side by side in row t in
      * place, and x's head is copied in panels of PQ_FEATS features. Per (batch, kv head), one head at
      * a time, every key's chains continued through y from the previous head; per tile, the rows only
      * some of its keys attend (before and after the range all attend) run as single-key chains
      * ({@link #pqChain}) before and after the tile's joint range, so each chain stays in increasing t.
+     * Keys of a partial last tile (l not a multiple of PQ_KEYS), and of a tile with no row all its keys
+     * attend, run whole as single-key chains; features past the last whole panel run in
+     * {@link #pqTail} (x's tail copied after the panels).
      */
     static void pq(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
@@ -397,8 +401,9 @@ final class AttentionProducts {
                             for (int j = j0; j < j0 + nk; j++) pqChain(s, l, col, xp, xo, j, tLo[j], tHi[j], first, y, yo + j * yStride);
                             continue;
                         }
-                        for (int j = j0; j < j0 + nk; j++) pqChain(s, l, col, xp, xo, j, tLo[j], top - 1, first, y, yo + j * yStride);
-                        kina.eval.Matmul.tileTransAF32(s, col + top * l + j0, l, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                        for (int j = j0; j < j0 + nk; j++)      // (not first with nothing before top: y already holds the chain)
+                            if (first || tLo[j] < top) pqChain(s, l, col, xp, xo, j, tLo[j], top - 1, first, y, yo + j * yStride);
+                        kina.eval.Matmul.Tile.transA(s, col + top * l + j0, l, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
                         for (int j = j0; j < j0 + nk; j++) if (bot < tHi[j]) pqChain(s, l, col, xp, xo, j, bot + 1, tHi[j], false, y, yo + j * yStride);
                     }
                 }
