@@ -7,7 +7,7 @@ import kina.eval.Parallel;
 
 /**
  * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ), and QK fused with
- * the softmax backward (and PK) that reads it ({@link #qkSoftmaxGrad}): the same bits as
+ * the softmax backward (and the PK and PQ products that read its ds and p) ({@link #qkSoftmaxGrad}): the same bits as
  * Kernels.attentionProduct and the steps they replace. Every output is one fma chain from −0.0 over the attended pairs in the
  * instruction's order; lanes run across independent outputs (keys for QK, features e for PK and
  * PQ), and a lanewise fma is Math.fma per lane, so the chains are the oracle's. Pairs that are not
@@ -171,16 +171,46 @@ final class AttentionProducts {
      */
     static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq,
                               boolean attendedOnly) {
+        qkSoftmaxGrad(g, a, b, p, ds, d, x, dq, null, null, null, attendedOnly);
+    }
+
+    /**
+     * Rows per group of {@link #qkSoftmaxGrad}'s dK and dV products: a multiple of its 4-row blocks
+     * whose ds and p rows (l floats each) fit in 256 KB, half of L2 here, so they are still cached
+     * when the group's products read them. One medium layer (T = L = 256: one group per head), 1
+     * thread: 16-row groups ran slower than the separate attention_pq passes (20.8 against 17.1 ms
+     * with qk_softmax_grad), 64 rows 6 % faster, 128 and 256 rows 8–11 % faster (bench/RESULTS.md §2).
+     */
+    static int pqGroup(int l) { return Math.max(16, 65_536 / Math.max(l, 1) / 4 * 4); }
+
+    /**
+     * {@link #qkSoftmaxGrad} that also writes, when non-null, dk = attention_pq(ds, qx) and dv =
+     * attention_pq(p, a) (qx, a [batch, rows, H·hd]; dk, dv [batch, l, KV·hd]; needs one kv head per
+     * head): every {@link #pqGroup} rows, while their ds and p rows are in cache, {@link #pqRows} continues
+     * every key's chains over them, groups in increasing t, so each chain is {@link #pq}'s (from −0.0
+     * in increasing t; +0.0 for a key no row attends). The chains run in a per-thread [l, hd] scratch,
+     * copied out at the end of the head.
+     */
+    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq,
+                              float[] qx, float[] dk, float[] dv, boolean attendedOnly) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
+        if ((dk != null || dv != null) && grp != 1) throw new IllegalArgumentException("dk and dv need one kv head per head");
         if (l == 0) {
             if (d != null) Arrays.fill(d, 0, g.batch() * h * rows, 0f);
             if (dq != null) Arrays.fill(dq, 0, g.batch() * rows * aStride, 0f);
             return;
         }
+        int[][] kr = dk != null || dv != null ? keyRows(g) : null;
+        int group = pqGroup(l);
         long cost = (long) g.batch() * h * rows * l * (hd + 6) / 2;
         Parallel.forEach(g.batch() * h, cost, bh -> {
-            int bt = bh / h, hh = bh % h;
+            int bt = bh / h, hh = bh % h, kBase = bt * l * bStride + hh * hd, sHead = (bt * h + hh) * rows * l;
+            float[][] acc = PQ_ACC.get();                       // [0], [1]: dK's, dV's chains, [l, hd]; [2], [3]: a group's q, g rows in panels
+            int need = Math.min(group, rows) * hd;
+            if (kr != null) for (int k = 0; k < 4; k++) if (acc[k].length < (k < 2 ? l * hd : need)) acc[k] = new float[k < 2 ? l * hd : need];
+            if (dk != null) Arrays.fill(acc[0], 0, l * hd, -0.0f);
+            if (dv != null) Arrays.fill(acc[1], 0, l * hd, -0.0f);
             int blocks = hd / EB, xBase = bt * l * bStride + (hh / grp) * hd, yBase = bt * rows * aStride + hh * hd;
             float[][] sc = scratch(4 * ps, kBlocks * hd * KB, 4 * ps, x == null ? 0 : blocks * l * EB);
             float[] dp = sc[0], kt = sc[1], m = sc[2], xp = sc[3], z = new float[4];
@@ -233,6 +263,17 @@ final class AttentionProducts {
                     for (; j <= rh; j++) ds[pb + j] = p[pb + j] * (dp[i * ps + j] - t);
                     if (!attendedOnly) Arrays.fill(ds, pb + rh + 1, pb + l, out);
                 }
+                if (kr != null && ((r0 + nr) % group == 0 || r0 + nr == rows)) {
+                    int t0 = (r0 + nr - 1) / group * group, t1 = r0 + nr;
+                    if (dk != null) {
+                        packRows(qx, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[2]);
+                        pqRows(ds, l, sHead, acc[2], t0, t1, kr[0], kr[1], hd, false, acc[0], 0, hd);
+                    }
+                    if (dv != null) {
+                        packRows(a, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[3]);
+                        pqRows(p, l, sHead, acc[3], t0, t1, kr[0], kr[1], hd, false, acc[1], 0, hd);
+                    }
+                }
                 if (x == null) continue;
                 int i = 0;
                 for (; i + 1 < nr; i += 2)
@@ -240,7 +281,40 @@ final class AttentionProducts {
                             x, xBase, bStride, hd, dq, yBase + (r0 + i) * aStride, yBase + (r0 + i + 1) * aStride);
                 if (i < nr) pkRow(ds, base0 + i * l, los[i], his[i], x, xBase, bStride, hd, 0, dq, yBase + (r0 + i) * aStride);
             }
+            for (int k = 0; k < 2 && kr != null; k++) {
+                float[] y = k == 0 ? dk : dv;
+                if (y == null) continue;
+                for (int j = 0; j < l; j++)                             // no term: +0.0, not the chain's −0.0
+                    if (kr[0][j] > kr[1][j]) Arrays.fill(y, kBase + j * bStride, kBase + j * bStride + hd, 0f);
+                    else System.arraycopy(acc[k], j * hd, y, kBase + j * bStride, hd);
+            }
         });
+    }
+
+    /** Per-thread scratch of qkSoftmaxGrad's dK and dV: their chains, and a group's rows of q and g in panels. */
+    private static final ThreadLocal<float[][]> PQ_ACC = ThreadLocal.withInitial(() -> new float[4][0]);
+
+    /** n rows of one head (row i's hd features at x[off + i·stride]) into xp as {@link #pqRows} reads them: [panel][n][PQ_FEATS], then [n][tail]. */
+    static void packRows(float[] x, int off, int stride, int n, int hd, float[] xp) {
+        int panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS;
+        for (int t = 0; t < n; t++) {
+            int xo = off + t * stride;
+            for (int q = 0; q < panels; q++) System.arraycopy(x, xo + q * PQ_FEATS, xp, (q * n + t) * PQ_FEATS, PQ_FEATS);
+            if (e0 < hd) System.arraycopy(x, xo + e0, xp, e0 * n + t * (hd - e0), hd - e0);
+        }
+    }
+
+    /** The rows attending key j form [keyRows[0][j], keyRows[1][j]] (empty when the first exceeds the second): hi(t) and lo(t) are nondecreasing in t. */
+    static int[][] keyRows(PlanKernels.Attn g) {
+        int rows = g.rows(), l = g.l();
+        int[] tLo = new int[l], tHi = new int[l];
+        for (int j = 0, a = 0, b = -1; j < l; j++) {
+            while (a < rows && g.hi(a) < j) a++;
+            while (b + 1 < rows && lo(g, b + 1) <= j) b++;
+            tLo[j] = a;
+            tHi[j] = b;
+        }
+        return new int[][] {tLo, tHi};
     }
 
     // ---- PK: y[t, h, e] = Σ_j s[h, t, j]·x[j, kv(h), e] ------------------------------------------
@@ -371,47 +445,59 @@ final class AttentionProducts {
     static void pq(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int xStride = h * hd, yStride = kv * hd;
-        // The rows attending key j form [tLo[j], tHi[j]]: hi(t) and lo(t) are nondecreasing in t.
-        int[] tLo = new int[l], tHi = new int[l];
-        for (int j = 0, a = 0, b = -1; j < l; j++) {
-            while (a < rows && g.hi(a) < j) a++;
-            while (b + 1 < rows && lo(g, b + 1) <= j) b++;
-            tLo[j] = a;
-            tHi[j] = b;
-        }
+        int[][] kr = keyRows(g);
+        int[] tLo = kr[0], tHi = kr[1];
         long cost = (long) g.batch() * h * rows * l * hd / 2;
-        int panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS;
         Parallel.forEach(g.batch() * kv, cost, bc -> {
             int bt = bc / kv, c = bc % kv, yBase = bt * l * yStride + c * hd;
             float[] xp = scratch(0, rows * hd)[1];              // one head's x: [panel][rows][PQ_FEATS], then [rows][tail]
             for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
                 boolean first = hh == c * grp;
                 int col = (bt * h + hh) * rows * l;             // s read in place: a copy cost more than its strided reads (T = 256)
-                for (int t = 0; t < rows; t++) {
-                    int xo = (bt * rows + t) * xStride + hh * hd;
-                    for (int p = 0; p < panels; p++) System.arraycopy(x, xo + p * PQ_FEATS, xp, (p * rows + t) * PQ_FEATS, PQ_FEATS);
-                    if (e0 < hd) System.arraycopy(x, xo + e0, xp, e0 * rows + t * (hd - e0), hd - e0);
-                }
-                for (int p = 0; p < panels; p++) {                 // a panel of x (rows × PQ_FEATS) stays in L1 over all keys
-                    int xo = p * rows * PQ_FEATS, yo = yBase + p * PQ_FEATS;
-                    for (int j0 = 0; j0 < l; j0 += PQ_KEYS) {
-                        int nk = Math.min(PQ_KEYS, l - j0), top = 0, bot = Integer.MAX_VALUE;
-                        for (int j = j0; j < j0 + nk; j++) { top = Math.max(top, tLo[j]); bot = Math.min(bot, tHi[j]); }
-                        if (nk < PQ_KEYS || top > bot) {            // a tile needs every key to attend all of [top, bot]
-                            for (int j = j0; j < j0 + nk; j++) pqChain(s, l, col, xp, xo, j, tLo[j], tHi[j], first, y, yo + j * yStride);
-                            continue;
-                        }
-                        for (int j = j0; j < j0 + nk; j++)      // (not first with nothing before top: y already holds the chain)
-                            if (first || tLo[j] < top) pqChain(s, l, col, xp, xo, j, tLo[j], top - 1, first, y, yo + j * yStride);
-                        kina.eval.Matmul.Tile.transA(s, col + top * l + j0, l, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
-                        for (int j = j0; j < j0 + nk; j++) if (bot < tHi[j]) pqChain(s, l, col, xp, xo, j, bot + 1, tHi[j], false, y, yo + j * yStride);
-                    }
-                }
-                if (e0 < hd) for (int j = 0; j < l; j++) pqTail(s, l, col, xp, rows, e0, hd, j, tLo[j], tHi[j], first, y, yBase + j * yStride);
+                packRows(x, bt * rows * xStride + hh * hd, xStride, rows, hd, xp);
+                pqRows(s, l, col, xp, 0, rows, tLo, tHi, hd, first, y, yBase, yStride);
             }
             for (int j = 0; j < l; j++)                                 // no term: +0.0, not the chain's −0.0
                 if (tLo[j] > tHi[j] || grp == 0) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, 0f);
         });
+    }
+
+    /**
+     * One head's PQ chains over rows [t0, t1): key j takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
+     * in increasing t, starting from −0.0 ({@code first}) or continuing from y (key j's row at
+     * yBase + j·yStride); s at s[col + t·ls + j]; x's rows t0 … t1 − 1 copied in xp as [panel][t1 − t0][PQ_FEATS],
+     * then [t1 − t0][tail]. Per tile of PQ_KEYS keys the rows all of them attend run on sgemm's
+     * micro-kernel, the others as single-key chains before and after.
+     */
+    static void pqRows(float[] s, int ls, int col, float[] xp, int t0, int t1, int[] tLo, int[] tHi, int hd, boolean first,
+                       float[] y, int yBase, int yStride) {
+        int l = tLo.length, r = t1 - t0, panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS, w = hd - e0;
+        for (int p = 0; p < panels; p++) {                 // a panel of x (rows × PQ_FEATS) stays in L1 over all keys
+            int xo = p * r * PQ_FEATS - t0 * PQ_FEATS, yo = yBase + p * PQ_FEATS;     // row t at xo + t·PQ_FEATS
+            for (int j0 = 0; j0 < l; j0 += PQ_KEYS) {
+                int nk = Math.min(PQ_KEYS, l - j0), top = 0, bot = Integer.MAX_VALUE;
+                for (int j = j0; j < j0 + nk; j++) { top = Math.max(top, Math.max(tLo[j], t0)); bot = Math.min(bot, Math.min(tHi[j], t1 - 1)); }
+                if (nk < PQ_KEYS || top > bot) {            // a tile needs every key to attend all of [top, bot]
+                    for (int j = j0; j < j0 + nk; j++) {
+                        int lo = Math.max(tLo[j], t0), hi = Math.min(tHi[j], t1 - 1);
+                        if (first || lo <= hi) pqChain(s, ls, col, xp, xo, j, lo, hi, first, y, yo + j * yStride);
+                    }
+                    continue;
+                }
+                for (int j = j0; j < j0 + nk; j++)          // (not first with nothing before top: y already holds the chain)
+                    if (first || Math.max(tLo[j], t0) < top) pqChain(s, ls, col, xp, xo, j, Math.max(tLo[j], t0), top - 1, first, y, yo + j * yStride);
+                kina.eval.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                for (int j = j0; j < j0 + nk; j++) {
+                    int hi = Math.min(tHi[j], t1 - 1);
+                    if (bot < hi) pqChain(s, ls, col, xp, xo, j, bot + 1, hi, false, y, yo + j * yStride);
+                }
+            }
+        }
+        if (w > 0)
+            for (int j = 0; j < l; j++) {
+                int lo = Math.max(tLo[j], t0), hi = Math.min(tHi[j], t1 - 1);
+                if (first || lo <= hi) pqTail(s, ls, col, xp, e0 * r - t0 * w, w, e0, j, lo, hi, first, y, yBase + j * yStride);
+            }
     }
 
     /**
@@ -434,12 +520,11 @@ final class AttentionProducts {
     }
 
     /**
-     * Key j's chains over the tail features e in [e0, hd) (x's tail at xp[e0·rows + t·w], w = hd − e0),
+     * Key j's chains over the tail features e in [e0, e0 + w) (x's tail at xp[xo + t·w]),
      * rows [lo, hi], from −0.0 ({@code first}) or continued from y (key j's row at yOff).
      */
-    static void pqTail(float[] s, int ls, int col, float[] xp, int rows, int e0, int hd, int j, int lo, int hi, boolean first,
+    static void pqTail(float[] s, int ls, int col, float[] xp, int xo, int w, int e0, int j, int lo, int hi, boolean first,
                        float[] y, int yOff) {
-        int w = hd - e0, xo = e0 * rows;
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         int e = 0;
         for (; e + LANES <= w; e += LANES) {

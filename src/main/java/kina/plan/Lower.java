@@ -50,11 +50,16 @@ final class Lower {
             Instr.AttnOpts o = ((Instr.AttentionProduct) op.qk().instr()).opts();
             PlanKernels.Attn g = attn(op.args()[1], op.args()[2], o);
             float[] p = f(op.args()[0]), gy = f(op.args()[1]), v = f(op.args()[2]), ds = f(op.step().out());
-            float[] x = op.args().length > 3 ? f(op.args()[3]) : null, d = null, dq = null;
-            for (Flatten.Step s : op.also()) if (s.instr() instanceof Instr.Sum) d = f(s.out()); else dq = f(s.out());
-            float[] dRow = d, dqOut = dq;
+            float[] x = null, d = null, dq = null, qx = null, dk = null, dv = null;
+            for (Flatten.Step s : op.also()) {                  // what Plan.qkSoftmaxGrads merged in, told apart by their operands
+                if (s.instr() instanceof Instr.Sum) d = f(s.out());
+                else if (((Instr.AttentionProduct) s.instr()).form() == Instr.AttentionProduct.Form.PK) { dq = f(s.out()); x = f(s.args()[1]); }
+                else if (s.args()[0] == op.args()[0]) dv = f(s.out());    // attention_pq(p, g)
+                else { dk = f(s.out()); qx = f(s.args()[1]); }            // attention_pq(ds, q)
+            }
+            float[] dRow = d, dqOut = dq, xk = x, q = qx, dkOut = dk, dvOut = dv;
             boolean attendedOnly = op.attendedOnly();
-            return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, dRow, x, dqOut, attendedOnly);
+            return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, dRow, xk, dqOut, q, dkOut, dvOut, attendedOnly);
         }
         if (op.pass() == Plan.RowPass.SOFTMAX_GRAD) {
             Shape s = type(op.args()[0]).shape();

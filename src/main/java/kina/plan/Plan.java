@@ -28,8 +28,8 @@ import kina.ir.TensorType;
  * computed once); dead steps dropped (except those that can trap, which the interpreter would run);
  * a {@code transpose} swapping the last two axes that only matmuls read is folded into their
  * transA/transB flags; a softmax's backward over the last axis run as one row pass
- * ({@link #softmaxGrads}), with the attention_qk that makes its dp and the attention_pk that reads
- * its ds computed inside it ({@link #qkSoftmaxGrads}); chains of elementwise steps fused into
+ * ({@link #softmaxGrads}), with the attention_qk that makes its dp, and the attention_pk and
+ * attention_pq that read its ds and p, computed inside it ({@link #qkSoftmaxGrads}); chains of elementwise steps fused into
  * single passes ({@link Fusion}: values read only inside a chain, scalar broadcasts and uniform
  * fills feeding it get no buffer); an attention step writes the backward's attention_probs over
  * the same operands too ({@link #sharedProbs}), a swiglu its gate's sigmoid ({@link #sharedSigmoids});
@@ -53,8 +53,9 @@ public final class Plan {
      * backward's row sums; qk_softmax_grad's attention_pk); empty for most. {@code pass}:
      * SOFTMAX_GRAD, the op is {@link #softmaxGrads}'s row pass (args [p, dp], step the last mul's);
      * QK_SOFTMAX_GRAD, that pass with dp = attention_qk(g, v) computed inside it ({@link #qkSoftmaxGrads};
-     * args [p, g, v], or [p, g, v, x] with dq = attention_pk(ds, x) too; {@code qk} the attention_qk
-     * step, which is not scheduled). {@code attendedOnly}:
+     * args [p, g, v], then the x of dq = attention_pk(ds, x) and the q of dK = attention_pq(ds, q) when
+     * those run inside it too, with dV = attention_pq(p, g) (in {@code also}); {@code qk} the
+     * attention_qk step, which is not scheduled). {@code attendedOnly}:
      * the op writes its probability-shaped value (an attention's P, qk_softmax_grad's ds) at the
      * attended pairs only, as no reader looks at the rest ({@link #attendedOnly}).
      */
@@ -471,7 +472,12 @@ public final class Plan {
      * hold +0.0 at every pair the mask leaves out and the kernel need not read or compute them. The
      * op becomes [p, g, v] at the row pass's place (after both producers); dp gets no buffer. A later
      * dq = attention_pk(ds, x, opts) whose x has v's type and is made before that place runs inside it too, from the
-     * ds rows while they are in cache: args [p, g, v, x], its step in {@code also}.
+     * ds rows while they are in cache: args [p, g, v, x], its step in {@code also}. With one kv head
+     * per head (each (batch, head) task then owns its keys' rows of dK and dV), dK =
+     * attention_pq(ds, q, opts) whose q has g's type and is made before that place, and dV =
+     * attention_pq(p, g, opts) when no op between its place and this one reads dV, run inside it
+     * too (q appended to args, both steps in {@code also}): each chain is attention_pq's, fed a group
+     * of rows at a time (AttentionProducts.pqGroup).
      */
     static List<Op> qkSoftmaxGrads(List<Op> ops, Flatten ir) {
         int n = ops.size(), nSlots = ir.slots.size();
@@ -508,19 +514,46 @@ public final class Plan {
                         && pf == Instr.AttentionProduct.Form.PK && po.equals(qo) && producer[ir.slots.get(o.args()[1]).root()] < i
                         && ir.slots.get(o.args()[1]).type().equals(ir.slots.get(qk.args()[1]).type())) { pk = r; break; }   // the kernel takes v's geometry
             }
-            List<Flatten.Step> also = new ArrayList<>(sg.also());
-            int[] args = {p, qk.args()[0], qk.args()[1]};
-            if (pk >= 0) {
-                also.add(ops.get(pk).step());
-                args = new int[] {p, qk.args()[0], qk.args()[1], ops.get(pk).args()[1]};
-                dropped[pk] = true;
+            // dK = attention_pq(ds, q) and dV = attention_pq(p, g) too, fed a group of rows at a time while it is
+            // in cache, when each head has its own kv head (the (batch, head) tasks then own their keys' rows).
+            int dk = -1, dv = -1, gy = qk.args()[0];
+            if (qo.heads() == qo.kvHeads()) {
+                for (int r : readerOps.getOrDefault(ds, List.of()))
+                    if (pqOf(ops.get(r), ds, qo) && ops.get(r).args()[1] != ds && producer[ir.slots.get(ops.get(r).args()[1]).root()] < i
+                            && ir.slots.get(ops.get(r).args()[1]).type().equals(ir.slots.get(gy).type())) { dk = r; break; }
+                for (int r : readerOps.getOrDefault(p, List.of()))
+                    if (pqOf(ops.get(r), p, qo) && ops.get(r).args()[1] == gy && !readBetween(ops, r, i, ops.get(r).step().out(), ir)) { dv = r; break; }
             }
-            replace[i] = new Op(sg.step(), args, null, List.copyOf(also), RowPass.QK_SOFTMAX_GRAD, qk.step());
+            List<Flatten.Step> also = new ArrayList<>(sg.also());
+            List<Integer> args = new ArrayList<>(List.of(p, gy, qk.args()[1]));
+            for (int r : new int[] {pk, dk, dv}) {
+                if (r < 0) continue;
+                also.add(ops.get(r).step());
+                if (r != dv) args.add(ops.get(r).args()[1]);   // pk's x and dK's q (dV's x is g, already an operand)
+                dropped[r] = true;
+            }
+            replace[i] = new Op(sg.step(), args.stream().mapToInt(Integer::intValue).toArray(), null, List.copyOf(also),
+                    RowPass.QK_SOFTMAX_GRAD, qk.step());
             dropped[producer[dp]] = true;
         }
         List<Op> out = new ArrayList<>();
         for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
         return out;
+    }
+
+    /** Whether op is a plain attention_pq(s, x) under options o. */
+    private static boolean pqOf(Op op, int s, Instr.AttnOpts o) {
+        return op.group() == null && op.pass() == RowPass.NONE && op.args()[0] == s
+                && op.step().instr() instanceof Instr.AttentionProduct(var _, var _, var po, var form)
+                && form == Instr.AttentionProduct.Form.PQ && po.equals(o);
+    }
+
+    /** Whether an op in (from, to] reads the storage of slot out (moving out's producer from {@code from} to {@code to} would then be wrong). */
+    private static boolean readBetween(List<Op> ops, int from, int to, int out, Flatten ir) {
+        int root = ir.slots.get(out).root();
+        for (int k = from + 1; k <= to; k++)
+            for (int a : ops.get(k).args()) if (ir.slots.get(a).root() == root) return true;
+        return false;
     }
 
     /**

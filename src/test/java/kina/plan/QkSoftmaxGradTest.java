@@ -53,7 +53,9 @@ class QkSoftmaxGradTest {
                 Arguments.of("rows with only the sink", AttentionSharingTest.program(1, 4, 6, 2, 2, 4, true, "window=2, start=4")),
                 Arguments.of("odd widths, long rows (vector tails)", AttentionSharingTest.program(1, 37, 37, 4, 1, 17, false, "window=29")),
                 Arguments.of("long causal rows", AttentionSharingTest.program(1, 70, 70, 2, 2, 8, false, "")),
-                Arguments.of("heads of 72 (pk's blocks of features and a tail)", AttentionSharingTest.program(1, 11, 11, 2, 2, 72, false, "window=6")));
+                Arguments.of("heads of 72 (pk's blocks of features and a tail)", AttentionSharingTest.program(1, 11, 11, 2, 2, 72, false, "window=6")),
+                Arguments.of("300 keys: dK and dV in two groups of rows (216 + 84)", AttentionSharingTest.program(1, 300, 300, 1, 1, 5, false, "")),
+                Arguments.of("300 keys, window, features in a panel and a tail", AttentionSharingTest.program(1, 300, 300, 1, 1, 19, false, "window=97")));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -64,6 +66,12 @@ class QkSoftmaxGradTest {
         assertThat(plan.nativeKinds()).as(what).containsKey("qk_softmax_grad:F32");
         if (!src.contains("softcap"))                                  // dq = attention_pk(ds, k) runs inside it too
             assertThat(plan.nativeKinds()).as(what).doesNotContainKey("attention_pk:F32");
+        // with a kv head per head dK = attention_pq(ds, q) and dV = attention_pq(p, g) run inside it too
+        // (under a softcap dK reads the softcap's gradient of ds, so it stays apart)
+        java.util.regex.Matcher hk = java.util.regex.Pattern.compile("heads=(\\d+), kv_heads=(\\d+)").matcher(src);
+        assertThat(hk.find()).isTrue();
+        boolean merged = hk.group(1).equals(hk.group(2)) && !src.contains("softcap");
+        assertThat(plan.nativeKinds().containsKey("attention_pq:F32")).as(what + ": attention_pq left").isEqualTo(!merged);
         // P (only PQ and this pass read it) and, without a softcap, ds (only PQ reads it) are written where attended only
         assertThat(plan.attendedOnlySteps()).as(what).isEqualTo(src.contains("softcap") ? 1 : 2);
         for (int threads : new int[] {1, 2}) {
