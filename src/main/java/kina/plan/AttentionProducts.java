@@ -189,13 +189,15 @@ final class AttentionProducts {
      * head): every {@link #pqGroup} rows, while their ds and p rows are in cache, {@link #pqRows} continues
      * every key's chains over them, groups in increasing t, so each chain is {@link #pq}'s (from −0.0
      * in increasing t; +0.0 for a key no row attends). The chains run in a per-thread [l, hd] scratch,
-     * copied out at the end of the head.
+     * copied out at the end of the head. With ds null (no reader outside this kernel: dk non-null),
+     * ds lives only in a per-thread scratch of one group of rows.
      */
     static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq,
                               float[] qx, float[] dk, float[] dv, boolean attendedOnly) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
         if ((dk != null || dv != null) && grp != 1) throw new IllegalArgumentException("dk and dv need one kv head per head");
+        if (ds == null && dk == null) throw new IllegalArgumentException("ds is stored unless dk reads it here");
         if (l == 0) {
             if (d != null) Arrays.fill(d, 0, g.batch() * h * rows, 0f);
             if (dq != null) Arrays.fill(dq, 0, g.batch() * rows * aStride, 0f);
@@ -206,9 +208,12 @@ final class AttentionProducts {
         long cost = (long) g.batch() * h * rows * l * (hd + 6) / 2;
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h, kBase = bt * l * bStride + hh * hd, sHead = (bt * h + hh) * rows * l;
-            float[][] acc = PQ_ACC.get();                       // [0], [1]: dK's, dV's chains, [l, hd]; [2], [3]: a group's q, g rows in panels
+            // [0], [1]: dK's, dV's chains, [l, hd]; [2], [3]: a group's q, g rows in panels; [4]: a group's ds rows when ds is not stored
+            float[][] acc = PQ_ACC.get();
             int need = Math.min(group, rows) * hd;
             if (kr != null) for (int k = 0; k < 4; k++) if (acc[k].length < (k < 2 ? l * hd : need)) acc[k] = new float[k < 2 ? l * hd : need];
+            if (ds == null && acc[4].length < Math.min(group, rows) * l) acc[4] = new float[Math.min(group, rows) * l];
+            float[] dsA = ds != null ? ds : acc[4];
             if (dk != null) Arrays.fill(acc[0], 0, l * hd, -0.0f);
             if (dv != null) Arrays.fill(acc[1], 0, l * hd, -0.0f);
             int blocks = hd / EB, xBase = bt * l * bStride + (hh / grp) * hd, yBase = bt * rows * aStride + hh * hd;
@@ -233,7 +238,8 @@ final class AttentionProducts {
                     else if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, dp, ps);
                     else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, dp, i * ps);
                 }
-                int base0 = ((bt * h + hh) * rows + r0) * l;
+                int base0 = ((bt * h + hh) * rows + r0) * l, g0 = r0 / group * group;
+                int dsBase = ds != null ? base0 : (r0 - g0) * l;   // this block's ds rows in dsA
                 for (int i = 0; i < nr; i++) {              // the products, and each fold's first term
                     int rl = los[i], rh = his[i], pb = base0 + i * l;
                     if (rl > rh) continue;
@@ -251,23 +257,24 @@ final class AttentionProducts {
                         z[i] = zi;
                     }
                 for (int i = 0; i < nr; i++) {
-                    int rl = los[i], rh = his[i], pb = base0 + i * l;
+                    int rl = los[i], rh = his[i], pb = base0 + i * l, qb = dsBase + i * l;
                     float t = rl > rh ? 0f : rl > 0 || rh < l - 1 ? z[i] + 0f : z[i];
                     if (d != null) d[(bt * h + hh) * rows + r0 + i] = t;
                     float out = 0f * (0f - t);                  // a left-out pair: p = dp = +0.0
-                    if (rl > rh) { if (!attendedOnly) Arrays.fill(ds, pb, pb + l, out); continue; }
-                    if (!attendedOnly) Arrays.fill(ds, pb, pb + rl, out);
+                    boolean full = !attendedOnly && ds != null;
+                    if (rl > rh) { if (full) Arrays.fill(ds, pb, pb + l, out); continue; }
+                    if (full) Arrays.fill(ds, pb, pb + rl, out);
                     int j = rl;
                     for (int end = rh + 1 - LANES; j <= end; j += LANES)
-                        FloatVector.fromArray(FS, p, pb + j).mul(FloatVector.fromArray(FS, dp, i * ps + j).sub(t)).intoArray(ds, pb + j);
-                    for (; j <= rh; j++) ds[pb + j] = p[pb + j] * (dp[i * ps + j] - t);
-                    if (!attendedOnly) Arrays.fill(ds, pb + rh + 1, pb + l, out);
+                        FloatVector.fromArray(FS, p, pb + j).mul(FloatVector.fromArray(FS, dp, i * ps + j).sub(t)).intoArray(dsA, qb + j);
+                    for (; j <= rh; j++) dsA[qb + j] = p[pb + j] * (dp[i * ps + j] - t);
+                    if (full) Arrays.fill(ds, pb + rh + 1, pb + l, out);
                 }
                 if (kr != null && ((r0 + nr) % group == 0 || r0 + nr == rows)) {
                     int t0 = (r0 + nr - 1) / group * group, t1 = r0 + nr;
                     if (dk != null) {
                         packRows(qx, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[2]);
-                        pqRows(ds, l, sHead, acc[2], t0, t1, kr[0], kr[1], hd, false, acc[0], 0, hd);
+                        pqRows(dsA, l, ds != null ? sHead : -t0 * l, acc[2], t0, t1, kr[0], kr[1], hd, false, acc[0], 0, hd);
                     }
                     if (dv != null) {
                         packRows(a, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[3]);
@@ -277,9 +284,9 @@ final class AttentionProducts {
                 if (x == null) continue;
                 int i = 0;
                 for (; i + 1 < nr; i += 2)
-                    pkPair(ds, base0 + i * l, base0 + (i + 1) * l, los[i], his[i], los[i + 1], his[i + 1], xp, l, blocks,
+                    pkPair(dsA, dsBase + i * l, dsBase + (i + 1) * l, los[i], his[i], los[i + 1], his[i + 1], xp, l, blocks,
                             x, xBase, bStride, hd, dq, yBase + (r0 + i) * aStride, yBase + (r0 + i + 1) * aStride);
-                if (i < nr) pkRow(ds, base0 + i * l, los[i], his[i], x, xBase, bStride, hd, 0, dq, yBase + (r0 + i) * aStride);
+                if (i < nr) pkRow(dsA, dsBase + i * l, los[i], his[i], x, xBase, bStride, hd, 0, dq, yBase + (r0 + i) * aStride);
             }
             for (int k = 0; k < 2 && kr != null; k++) {
                 float[] y = k == 0 ? dk : dv;
@@ -292,7 +299,7 @@ final class AttentionProducts {
     }
 
     /** Per-thread scratch of qkSoftmaxGrad's dK and dV: their chains, and a group's rows of q and g in panels. */
-    private static final ThreadLocal<float[][]> PQ_ACC = ThreadLocal.withInitial(() -> new float[4][0]);
+    private static final ThreadLocal<float[][]> PQ_ACC = ThreadLocal.withInitial(() -> new float[5][0]);
 
     /** n rows of one head (row i's hd features at x[off + i·stride]) into xp as {@link #pqRows} reads them: [panel][n][PQ_FEATS], then [n][tail]. */
     static void packRows(float[] x, int off, int stride, int n, int hd, float[] xp) {

@@ -49,7 +49,7 @@ final class Lower {
         if (op.pass() == Plan.RowPass.QK_SOFTMAX_GRAD) {
             Instr.AttnOpts o = ((Instr.AttentionProduct) op.qk().instr()).opts();
             PlanKernels.Attn g = attn(op.args()[1], op.args()[2], o);
-            float[] p = f(op.args()[0]), gy = f(op.args()[1]), v = f(op.args()[2]), ds = f(op.step().out());
+            float[] p = f(op.args()[0]), gy = f(op.args()[1]), v = f(op.args()[2]), ds = op.outUnread() ? null : f(op.step().out());
             float[] x = null, d = null, dq = null, qx = null, dk = null, dv = null;
             for (Flatten.Step s : op.also()) {                  // what Plan.qkSoftmaxGrads merged in, told apart by their operands
                 if (s.instr() instanceof Instr.Sum) d = f(s.out());

@@ -57,22 +57,24 @@ public final class Plan {
      * those run inside it too, with dV = attention_pq(p, g) (in {@code also}); {@code qk} the
      * attention_qk step, which is not scheduled). {@code attendedOnly}:
      * the op writes its probability-shaped value (an attention's P, qk_softmax_grad's ds) at the
-     * attended pairs only, as no reader looks at the rest ({@link #attendedOnly}).
+     * attended pairs only, as no reader looks at the rest ({@link #attendedOnly}). {@code outUnread}:
+     * nothing reads the op's own value (qk_softmax_grad's ds once everything that read it runs inside
+     * it, {@link #qkSoftmaxGrads}), so the kernel does not store it.
      */
     record Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group, List<Flatten.Step> also,
-              RowPass pass, Flatten.Step qk, boolean attendedOnly) {
-        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of(), RowPass.NONE, null, false); }
+              RowPass pass, Flatten.Step qk, boolean attendedOnly, boolean outUnread) {
+        Op(Flatten.Step step, int[] args, boolean transA, boolean transB) { this(step, args, transA, transB, null, List.of(), RowPass.NONE, null, false, false); }
 
         Op(Flatten.Step step, int[] args, boolean transA, boolean transB, Fusion.Group group) {
-            this(step, args, transA, transB, group, List.of(), RowPass.NONE, null, false);
+            this(step, args, transA, transB, group, List.of(), RowPass.NONE, null, false, false);
         }
 
         Op(Flatten.Step step, int[] args, Fusion.Group group, List<Flatten.Step> also, RowPass pass, Flatten.Step qk) {
-            this(step, args, false, false, group, also, pass, qk, false);
+            this(step, args, false, false, group, also, pass, qk, false, false);
         }
 
         /** This op, writing its probability-shaped value at the attended pairs only. */
-        Op writingAttendedOnly() { return new Op(step, args, transA, transB, group, also, pass, qk, true); }
+        Op writingAttendedOnly() { return new Op(step, args, transA, transB, group, also, pass, qk, true, outUnread); }
 
         /** The slots this op writes. */
         int[] outs() {
@@ -367,7 +369,7 @@ public final class Plan {
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
             if (dropped[i]) continue;
-            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.pass(), op.qk(), false));
+            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.pass(), op.qk(), false, false));
         }
         return out;
     }
@@ -532,8 +534,11 @@ public final class Plan {
                 if (r != dv) args.add(ops.get(r).args()[1]);   // pk's x and dK's q (dV's x is g, already an operand)
                 dropped[r] = true;
             }
-            replace[i] = new Op(sg.step(), args.stream().mapToInt(Integer::intValue).toArray(), null, List.copyOf(also),
-                    RowPass.QK_SOFTMAX_GRAD, qk.step());
+            // ds unread once its readers run inside: attention_pk and attention_pq(ds, q) were all of them
+            boolean dsUnread = dk >= 0 && !pinned[ir.slots.get(ds).root()]
+                    && readers[ir.slots.get(ds).root()] == (pk >= 0 ? 1 : 0) + 1;
+            replace[i] = new Op(sg.step(), args.stream().mapToInt(Integer::intValue).toArray(), false, false, null, List.copyOf(also),
+                    RowPass.QK_SOFTMAX_GRAD, qk.step(), false, dsUnread);
             dropped[producer[dp]] = true;
         }
         List<Op> out = new ArrayList<>();
@@ -655,6 +660,9 @@ public final class Plan {
 
     /** The scheduled ops that write a probability-shaped value at the attended pairs only ({@link #attendedOnly}; read by tests). */
     int attendedOnlySteps() { return (int) ops.stream().filter(Op::attendedOnly).count(); }
+
+    /** How many steps leave their own value unstored, as nothing reads it (tests; {@link Op#outUnread}). */
+    int unreadOutSteps() { return (int) ops.stream().filter(Op::outUnread).count(); }
 
     /**
      * Fills every step buffer of the arena with NaN (tests: a later run then shows any entry a

@@ -72,6 +72,7 @@ class QkSoftmaxGradTest {
         assertThat(hk.find()).isTrue();
         boolean merged = hk.group(1).equals(hk.group(2)) && !src.contains("softcap");
         assertThat(plan.nativeKinds().containsKey("attention_pq:F32")).as(what + ": attention_pq left").isEqualTo(!merged);
+        assertThat(plan.unreadOutSteps()).as(what + ": ds stored").isEqualTo(merged ? 1 : 0);   // then nothing else reads ds
         // P (only PQ and this pass read it) and, without a softcap, ds (only PQ reads it) are written where attended only
         assertThat(plan.attendedOnlySteps()).as(what).isEqualTo(src.contains("softcap") ? 1 : 2);
         for (int threads : new int[] {1, 2}) {
