@@ -176,8 +176,9 @@ final class AttentionProducts {
 
     /**
      * Rows per group of {@link #qkSoftmaxGrad}'s dK and dV products: a multiple of its 4-row blocks
-     * whose ds and p rows (l floats each) fit in 256 KB, half of L2 here, so they are still cached
-     * when the group's products read them. One medium layer (T = L = 256: one group per head), 1
+     * whose ds rows (l floats each) take at most 256 KB, and p's as much (together this machine's
+     * L2), so they are still cached when the group's products read them; at least 16 rows (more
+     * than 256 KB each past l = 4096). One medium layer (T = L = 256: one group per head), 1
      * thread: 16-row groups ran slower than the separate attention_pq passes (20.8 against 17.1 ms
      * with qk_softmax_grad), 64 rows 6 % faster, 128 and 256 rows 8–11 % faster (bench/RESULTS.md §2).
      */
@@ -205,7 +206,7 @@ final class AttentionProducts {
         }
         int[][] kr = dk != null || dv != null ? keyRows(g) : null;
         int group = pqGroup(l);
-        long cost = (long) g.batch() * h * rows * l * (hd + 6) / 2;
+        long cost = (long) g.batch() * h * rows * l * (hd * (1 + (dk != null ? 1 : 0) + (dv != null ? 1 : 0)) + 6) / 2;
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h, kBase = bt * l * bStride + hh * hd, sHead = (bt * h + hh) * rows * l;
             // [0], [1]: dK's, dV's chains, [l, hd]; [2], [3]: a group's q, g rows in panels; [4]: a group's ds rows when ds is not stored
@@ -298,7 +299,7 @@ final class AttentionProducts {
         });
     }
 
-    /** Per-thread scratch of qkSoftmaxGrad's dK and dV: their chains, and a group's rows of q and g in panels. */
+    /** Per-thread scratch of qkSoftmaxGrad's dK and dV: their chains, a group's rows of q and g in panels, and a group's ds rows when ds is not stored. */
     private static final ThreadLocal<float[][]> PQ_ACC = ThreadLocal.withInitial(() -> new float[5][0]);
 
     /** n rows of one head (row i's hd features at x[off + i·stride]) into xp as {@link #pqRows} reads them: [panel][n][PQ_FEATS], then [n][tail]. */

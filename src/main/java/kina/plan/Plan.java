@@ -479,7 +479,8 @@ public final class Plan {
      * attention_pq(ds, q, opts) whose q has g's type and is made before that place, and dV =
      * attention_pq(p, g, opts) when no op between its place and this one reads dV, run inside it
      * too (q appended to args, both steps in {@code also}): each chain is attention_pq's, fed a group
-     * of rows at a time (AttentionProducts.pqGroup).
+     * of rows at a time (AttentionProducts.pqGroup). When those merged products were all that read
+     * ds (no output, no view), ds is not stored ({@link Op#outUnread}).
      */
     static List<Op> qkSoftmaxGrads(List<Op> ops, Flatten ir) {
         int n = ops.size(), nSlots = ir.slots.size();
@@ -511,7 +512,7 @@ public final class Plan {
             int ds = sg.step().out(), pk = -1;
             for (int r : readerOps.getOrDefault(ds, List.of())) {     // dq = attention_pk(ds, x): x made before this op
                 Op o = ops.get(r);
-                if (o.group() == null && o.pass() == RowPass.NONE && o.args()[0] == ds && o.args()[1] != ds
+                if (!dropped[r] && o.group() == null && o.pass() == RowPass.NONE && o.args()[0] == ds && o.args()[1] != ds
                         && o.step().instr() instanceof Instr.AttentionProduct(var _, var _, var po, var pf)
                         && pf == Instr.AttentionProduct.Form.PK && po.equals(qo) && producer[ir.slots.get(o.args()[1]).root()] < i
                         && ir.slots.get(o.args()[1]).type().equals(ir.slots.get(qk.args()[1]).type())) { pk = r; break; }   // the kernel takes v's geometry
@@ -521,10 +522,10 @@ public final class Plan {
             int dk = -1, dv = -1, gy = qk.args()[0];
             if (qo.heads() == qo.kvHeads()) {
                 for (int r : readerOps.getOrDefault(ds, List.of()))
-                    if (pqOf(ops.get(r), ds, qo) && ops.get(r).args()[1] != ds && producer[ir.slots.get(ops.get(r).args()[1]).root()] < i
+                    if (!dropped[r] && pqOf(ops.get(r), ds, qo) && ops.get(r).args()[1] != ds && producer[ir.slots.get(ops.get(r).args()[1]).root()] < i
                             && ir.slots.get(ops.get(r).args()[1]).type().equals(ir.slots.get(gy).type())) { dk = r; break; }
                 for (int r : readerOps.getOrDefault(p, List.of()))
-                    if (pqOf(ops.get(r), p, qo) && ops.get(r).args()[1] == gy && !readBetween(ops, r, i, ops.get(r).step().out(), ir)) { dv = r; break; }
+                    if (!dropped[r] && pqOf(ops.get(r), p, qo) && ops.get(r).args()[1] == gy && readAfter(ops, dropped, i, r, ir)) { dv = r; break; }
             }
             List<Flatten.Step> also = new ArrayList<>(sg.also());
             List<Integer> args = new ArrayList<>(List.of(p, gy, qk.args()[1]));
@@ -534,6 +535,7 @@ public final class Plan {
                 if (r != dv) args.add(ops.get(r).args()[1]);   // pk's x and dK's q (dV's x is g, already an operand)
                 dropped[r] = true;
             }
+            if (dv >= 0) producer[ir.slots.get(ops.get(dv).step().out()).root()] = i;   // later passes see where dV is made now
             // ds unread once its readers run inside: attention_pk and attention_pq(ds, q) were all of them
             boolean dsUnread = dk >= 0 && !pinned[ir.slots.get(ds).root()]
                     && readers[ir.slots.get(ds).root()] == (pk >= 0 ? 1 : 0) + 1;
@@ -553,12 +555,17 @@ public final class Plan {
                 && form == Instr.AttentionProduct.Form.PQ && po.equals(o);
     }
 
-    /** Whether an op in (from, to] reads the storage of slot out (moving out's producer from {@code from} to {@code to} would then be wrong). */
-    private static boolean readBetween(List<Op> ops, int from, int to, int out, Flatten ir) {
-        int root = ir.slots.get(out).root();
-        for (int k = from + 1; k <= to; k++)
-            for (int a : ops.get(k).args()) if (ir.slots.get(a).root() == root) return true;
-        return false;
+    /**
+     * Whether op r's value may be made at position i instead: every op reading its storage comes
+     * after i and is still in place (one already merged into an earlier row pass runs there, maybe
+     * before i).
+     */
+    private static boolean readAfter(List<Op> ops, boolean[] dropped, int i, int r, Flatten ir) {
+        int root = ir.slots.get(ops.get(r).step().out()).root();
+        for (int k = 0; k < ops.size(); k++)
+            for (int a : ops.get(k).args())
+                if (ir.slots.get(a).root() == root && (k <= i || dropped[k])) return false;
+        return true;
     }
 
     /**

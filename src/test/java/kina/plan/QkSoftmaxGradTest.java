@@ -35,9 +35,10 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Plan.qkSoftmaxGrads: the attention backward's dp = attention_qk(g, v) runs inside the softmax
  * backward's row pass (one kernel, dp never stored), and dq = attention_pk(ds, k) with it when it
  * reads ds itself (not under a softcap), and the plan still equals the interpreter bit for bit,
- * masks, sinks and softcap included, at 1 and 2 threads; P and ds, which only mask-keeping
- * readers take, are written at the attended pairs alone (Plan.attendedOnly), checked over an arena
- * filled with NaN before each run.
+ * masks, sinks and softcap included, at 1 and 2 threads; with one kv head per head dK =
+ * attention_pq(ds, q) and dV = attention_pq(p, g) run inside it too, in groups of rows, and ds is
+ * then not stored; P and ds, which only mask-keeping readers take, are written at the attended
+ * pairs alone (Plan.attendedOnly); all checked over an arena filled with NaN before each run.
  */
 class QkSoftmaxGradTest {
 
@@ -55,7 +56,12 @@ class QkSoftmaxGradTest {
                 Arguments.of("long causal rows", AttentionSharingTest.program(1, 70, 70, 2, 2, 8, false, "")),
                 Arguments.of("heads of 72 (pk's blocks of features and a tail)", AttentionSharingTest.program(1, 11, 11, 2, 2, 72, false, "window=6")),
                 Arguments.of("300 keys: dK and dV in two groups of rows (216 + 84)", AttentionSharingTest.program(1, 300, 300, 1, 1, 5, false, "")),
-                Arguments.of("300 keys, window, features in a panel and a tail", AttentionSharingTest.program(1, 300, 300, 1, 1, 19, false, "window=97")));
+                Arguments.of("300 keys, window, features in a panel and a tail", AttentionSharingTest.program(1, 300, 300, 1, 1, 19, false, "window=97")),
+                Arguments.of("301 rows, two heads, width 35 (panels and a tail on AVX2 and AVX-512)", AttentionSharingTest.program(1, 301, 301, 2, 2, 35, false, "")),
+                Arguments.of("rows other than keys, start, window", AttentionSharingTest.program(1, 230, 300, 2, 2, 19, false, "window=50, start=70")),
+                Arguments.of("5000 keys: groups of 16 rows", AttentionSharingTest.program(1, 40, 5000, 2, 2, 8, false, "start=4960")),
+                Arguments.of("chunks over two groups", AttentionSharingTest.program(1, 300, 300, 2, 2, 16, false, "chunk=64")),
+                Arguments.of("sinks and a window over two groups", AttentionSharingTest.program(1, 300, 300, 1, 1, 16, true, "window=40")));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -73,7 +79,7 @@ class QkSoftmaxGradTest {
         boolean merged = hk.group(1).equals(hk.group(2)) && !src.contains("softcap");
         assertThat(plan.nativeKinds().containsKey("attention_pq:F32")).as(what + ": attention_pq left").isEqualTo(!merged);
         assertThat(plan.unreadOutSteps()).as(what + ": ds stored").isEqualTo(merged ? 1 : 0);   // then nothing else reads ds
-        // P (only PQ and this pass read it) and, without a softcap, ds (only PQ reads it) are written where attended only
+        // P (only PQ and this pass read it) and, without a softcap, ds (read by PQ, or by nothing outside the pass) are written where attended only
         assertThat(plan.attendedOnlySteps()).as(what).isEqualTo(src.contains("softcap") ? 1 : 2);
         for (int threads : new int[] {1, 2}) {
             Parallel.setThreads(threads);
@@ -181,6 +187,72 @@ class QkSoftmaxGradTest {
                 Parallel.setThreads(threads);
                 Map<String, Tensor> in = randomInputs(plan, 7L + threads, 4);
                 assertBits(plan.run(in), interpret(c.p(), in), c.what() + ", threads " + threads);
+            }
+        }
+    }
+
+    /** The steps of one softmax backward over pr and dp = attention_qk(g, v), names suffixed. */
+    private static void softmaxBackward(java.util.function.BiConsumer<String, Rhs> let, String sfx, String pr, String g, String v) {
+        let.accept("dp" + sfx, new Instr.AttentionProduct(Var.of(g), Var.of(v), opts(0), Instr.AttentionProduct.Form.QK));
+        let.accept("m" + sfx, new Instr.Mul(Var.of(pr), Var.of("dp" + sfx)));
+        let.accept("d" + sfx, new Instr.Sum(Var.of("m" + sfx), 3, true));
+        let.accept("b" + sfx, new Instr.Broadcast(Var.of("d" + sfx), Shape.of(1, 2, 6, 6)));
+        let.accept("s" + sfx, new Instr.Sub(Var.of("dp" + sfx), Var.of("b" + sfx)));
+        let.accept("ds" + sfx, new Instr.Mul(Var.of(pr), Var.of("s" + sfx)));
+    }
+
+    /**
+     * Where dV = attention_pq(pr, g) stands against the row pass: 0 after it, 1 before it with a
+     * reader in between (it must stay apart), 2 before it with its reader after; 3: a second
+     * backward's dq (merged into the earlier row pass A) reads dV, which backward B would move to
+     * its own, later place (it must stay apart); 4: two row passes over the same pr and g, one dV.
+     */
+    static Program dvPlaced(int mode) {
+        TensorType x = TensorType.host(DType.F32, 1, 6, 8);
+        List<Let> lets = new ArrayList<>();
+        int[] line = {0};
+        java.util.function.BiConsumer<String, Rhs> let = (n, r) -> lets.add(Let.of(Var.of(n), r, new Pos("t.kina", ++line[0], 1)));
+        for (String n : new String[] {"q", "k", "g", "v", "q2", "k2", "g2", "v2"}) let.accept(n, new Instr.Input(x));
+        let.accept("pr", new Instr.AttentionProbs(Var.of("q"), Var.of("k"), Optional.empty(), opts(0), false));
+        Instr dv = new Instr.AttentionProduct(Var.of("pr"), Var.of("g"), opts(0), Instr.AttentionProduct.Form.PQ);
+        String result;
+        if (mode <= 2) {
+            if (mode != 0) let.accept("dv", dv);
+            if (mode == 1) let.accept("r2", new Instr.Add(Var.of("dv"), Var.of("dv")));
+            softmaxBackward(let, "", "pr", "g", "v");
+            let.accept("dk", new Instr.AttentionProduct(Var.of("ds"), Var.of("q"), opts(0), Instr.AttentionProduct.Form.PQ));
+            let.accept("dq", new Instr.AttentionProduct(Var.of("ds"), Var.of("k"), opts(0), Instr.AttentionProduct.Form.PK));
+            if (mode == 0) let.accept("dv", dv);
+            if (mode != 1) let.accept("r2", new Instr.Add(Var.of("dv"), Var.of("dv")));
+            let.accept("r", new Rhs.Tuple(List.of(Var.of("dq"), Var.of("dk"), Var.of("r2"))));
+        } else if (mode == 3) {
+            let.accept("dv", dv);
+            let.accept("pr2", new Instr.AttentionProbs(Var.of("q2"), Var.of("k2"), Optional.empty(), opts(0), false));
+            softmaxBackward(let, "A", "pr2", "g2", "v2");
+            softmaxBackward(let, "B", "pr", "g", "v");
+            let.accept("dq2", new Instr.AttentionProduct(Var.of("dsA"), Var.of("dv"), opts(0), Instr.AttentionProduct.Form.PK));
+            let.accept("r", new Rhs.Tuple(List.of(Var.of("dq2"), Var.of("dsB"), Var.of("dv"))));
+        } else {
+            let.accept("dv", dv);
+            softmaxBackward(let, "A", "pr", "g", "v");
+            softmaxBackward(let, "B", "pr", "g", "v2");
+            let.accept("r", new Rhs.Tuple(List.of(Var.of("dsA"), Var.of("dsB"), Var.of("dv"))));
+        }
+        return Checker.check(new Program("t.kina", new Block(lets, Var.of("r"), new Pos("t.kina", ++line[0], 1))));
+    }
+
+    @Test
+    void dvRunsInsideOnlyWhereNoReaderWouldComeFirst() {
+        boolean[] merged = {true, false, true, false, true};
+        for (int mode = 0; mode < 5; mode++) {
+            Program p = dvPlaced(mode);
+            Plan plan = Plan.compile(p);
+            assertThat(plan.nativeKinds().containsKey("attention_pq:F32")).as("mode " + mode + ": dV apart").isEqualTo(!merged[mode]);
+            for (int threads : new int[] {1, 2}) {
+                Parallel.setThreads(threads);
+                Map<String, Tensor> in = randomInputs(plan, 7L + threads, 4);
+                plan.poisonArena();
+                assertBits(plan.run(in), interpret(p, in), "mode " + mode + ", threads " + threads);
             }
         }
     }
