@@ -488,12 +488,14 @@ public final class Plan {
         Arrays.fill(producer, -1);
         boolean[] pinned = pinned(ir);
         Map<Integer, List<Integer>> readerOps = new java.util.HashMap<>();   // slot → the ops reading it (that slot itself)
+        Map<Integer, List<Integer>> rootReaders = new java.util.HashMap<>(); // root slot → the ops reading its storage
         for (int i = 0; i < n; i++) {
             Op op = ops.get(i);
             for (int o : op.outs()) producer[o] = i;
             for (int a : op.args()) {
                 readers[ir.slots.get(a).root()]++;
                 readerOps.computeIfAbsent(a, _ -> new ArrayList<>()).add(i);
+                rootReaders.computeIfAbsent(ir.slots.get(a).root(), _ -> new ArrayList<>()).add(i);
             }
         }
         boolean[] dropped = new boolean[n];
@@ -525,7 +527,7 @@ public final class Plan {
                     if (!dropped[r] && pqOf(ops.get(r), ds, qo) && ops.get(r).args()[1] != ds && producer[ir.slots.get(ops.get(r).args()[1]).root()] < i
                             && ir.slots.get(ops.get(r).args()[1]).type().equals(ir.slots.get(gy).type())) { dk = r; break; }
                 for (int r : readerOps.getOrDefault(p, List.of()))
-                    if (!dropped[r] && pqOf(ops.get(r), p, qo) && ops.get(r).args()[1] == gy && readAfter(ops, dropped, i, r, ir)) { dv = r; break; }
+                    if (!dropped[r] && pqOf(ops.get(r), p, qo) && ops.get(r).args()[1] == gy && readAfter(rootReaders.getOrDefault(ir.slots.get(ops.get(r).step().out()).root(), List.of()), dropped, i)) { dv = r; break; }
             }
             List<Flatten.Step> also = new ArrayList<>(sg.also());
             List<Integer> args = new ArrayList<>(List.of(p, gy, qk.args()[1]));
@@ -556,15 +558,12 @@ public final class Plan {
     }
 
     /**
-     * Whether op r's value may be made at position i instead: every op reading its storage comes
-     * after i and is still in place (one already merged into an earlier row pass runs there, maybe
-     * before i).
+     * Whether a value whose storage the ops {@code readers} read may be made at position i instead of
+     * where it is: every reader comes after i and is still in place (one already merged into an
+     * earlier row pass runs there, maybe before i).
      */
-    private static boolean readAfter(List<Op> ops, boolean[] dropped, int i, int r, Flatten ir) {
-        int root = ir.slots.get(ops.get(r).step().out()).root();
-        for (int k = 0; k < ops.size(); k++)
-            for (int a : ops.get(k).args())
-                if (ir.slots.get(a).root() == root && (k <= i || dropped[k])) return false;
+    private static boolean readAfter(List<Integer> readers, boolean[] dropped, int i) {
+        for (int k : readers) if (k <= i || dropped[k]) return false;
         return true;
     }
 
