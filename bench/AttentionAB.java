@@ -13,7 +13,12 @@ import java.net.*;
 import java.nio.file.*;
 import java.util.*;
 
-/** A/B of PlanKernels.attention (with and without its output y), qkSoftmaxGrad (with dq) and AttentionProducts.qk / pk / pq per call, jars interleaved. */
+/**
+ * A/B of PlanKernels.attention (with and without its output y), qkSoftmaxGrad (with dq),
+ * AttentionProducts.qk / pk / pq, and the backward's attention-shaped work (qkSoftmaxGrad with dq,
+ * then dK and dV by pq; or, in builds that have it, the one kernel doing all three) per call, jars
+ * interleaved.
+ */
 public class AttentionAB {
     interface Call { void run() throws Exception; }
 
@@ -26,7 +31,7 @@ public class AttentionAB {
         float[] q = new float[b * t * h * hd], k = new float[q.length], v = new float[q.length], y = new float[q.length], dq = new float[q.length];
         for (float[] x : new float[][] {q, k, v}) for (int i = 0; i < x.length; i++) x[i] = r.nextFloat() * 2 - 1;
         float[] probs = new float[b * h * t * t], ds = new float[probs.length];
-        String[] kernels = {"attention", "qkSoftmaxGrad+pk", "qk", "probsOnly", "pk", "pq"};
+        String[] kernels = {"attention", "qkSoftmaxGrad+pk", "qk", "probsOnly", "pk", "pq", "backward"};
         List<String> names = new ArrayList<>();
         List<Call[]> calls = new ArrayList<>();
         for (int i = 2; i < args.length; i++) {
@@ -37,7 +42,9 @@ public class AttentionAB {
             Constructor<?> ctor = attn.getDeclaredConstructors()[0];
             ctor.setAccessible(true);
             Object g = ctor.newInstance(b, t, t, hd, h, h, 0, 0, 0, (float) (1 / Math.sqrt(hd)), 0f);
-            Method fwd = find(pk, "attention"), qsg = find(ap, "qkSoftmaxGrad"), qk = find(ap, "qk"), pkm = find(ap, "pk"), pq = find(ap, "pq");
+            Method fwd = find(pk, "attention", 9), qsg = find(ap, "qkSoftmaxGrad", 9), qk = find(ap, "qk", 4), pkm = find(ap, "pk", 4), pq = find(ap, "pq", 4);
+            Method merged = findOptional(ap, "qkSoftmaxGrad", 12);      // with dK and dV inside (from 19a9714), ds unstored
+            float[] dk = new float[q.length], dv = new float[q.length];
             fwd.invoke(null, g, q, k, v, null, y, probs, null, true);
             calls.add(new Call[] {
                 () -> fwd.invoke(null, g, q, k, v, null, y, probs, null, true),
@@ -45,7 +52,11 @@ public class AttentionAB {
                 () -> qk.invoke(null, g, q, k, ds),
                 () -> fwd.invoke(null, g, q, k, v, null, null, probs, null, true),
                 () -> pkm.invoke(null, g, probs, k, dq),
-                () -> pq.invoke(null, g, probs, q, dq)});
+                () -> pq.invoke(null, g, probs, q, dq),
+                () -> {                                                 // the attention backward's attention-shaped work, either way
+                    if (merged != null) merged.invoke(null, g, q, v, probs, null, null, k, dq, q, dk, dv, true);
+                    else { qsg.invoke(null, g, q, v, probs, ds, null, k, dq, true); pq.invoke(null, g, ds, q, dk); pq.invoke(null, g, probs, q, dv); }
+                }});
             names.add(Path.of(args[i]).getFileName().toString());
         }
         StringBuilder hdr = new StringBuilder(String.format("%-14s", "µs p50(min)"));
@@ -74,9 +85,15 @@ public class AttentionAB {
         for (StringBuilder s : sb) System.out.println(s);
     }
 
-    private static Method find(Class<?> c, String name) {
+    private static Method find(Class<?> c, String name, int params) {
+        Method m = findOptional(c, name, params);
+        if (m == null) throw new IllegalArgumentException(c + "." + name + " with " + params + " parameters");
+        return m;
+    }
+
+    private static Method findOptional(Class<?> c, String name, int params) {
         for (Method m : c.getDeclaredMethods())
-            if (m.getName().equals(name) && m.getParameterCount() > 3) { m.setAccessible(true); return m; }
-        throw new IllegalArgumentException(c + "." + name);
+            if (m.getName().equals(name) && m.getParameterCount() == params) { m.setAccessible(true); return m; }
+        return null;
     }
 }
