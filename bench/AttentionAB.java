@@ -42,20 +42,22 @@ public class AttentionAB {
             Constructor<?> ctor = attn.getDeclaredConstructors()[0];
             ctor.setAccessible(true);
             Object g = ctor.newInstance(b, t, t, hd, h, h, 0, 0, 0, (float) (1 / Math.sqrt(hd)), 0f);
-            Method fwd = find(pk, "attention", 9), qsg = find(ap, "qkSoftmaxGrad", 9), qk = find(ap, "qk", 4), pkm = find(ap, "pk", 4), pq = find(ap, "pq", 4);
-            Method merged = findOptional(ap, "qkSoftmaxGrad", 12);      // with dK and dV inside (from 19a9714), ds unstored
+            Method fwd = find(pk, "attention", 9), qk = find(ap, "qk", 4), pkm = find(ap, "pk", 4), pq = find(ap, "pq", 4);
+            // qkSoftmaxGrad: 9 parameters before 19a9714; since then 12, with dK and dV inside (ds unstored)
+            Method merged = findOptional(ap, "qkSoftmaxGrad", 12), qsg9 = merged == null ? find(ap, "qkSoftmaxGrad", 9) : null;
             float[] dk = new float[q.length], dv = new float[q.length];
             fwd.invoke(null, g, q, k, v, null, y, probs, null, true);
             calls.add(new Call[] {
                 () -> fwd.invoke(null, g, q, k, v, null, y, probs, null, true),
-                () -> qsg.invoke(null, g, q, v, probs, ds, null, k, dq, true),
+                () -> { if (merged != null) merged.invoke(null, g, q, v, probs, ds, null, k, dq, null, null, null, true);
+                        else qsg9.invoke(null, g, q, v, probs, ds, null, k, dq, true); },
                 () -> qk.invoke(null, g, q, k, ds),
                 () -> fwd.invoke(null, g, q, k, v, null, null, probs, null, true),
                 () -> pkm.invoke(null, g, probs, k, dq),
                 () -> pq.invoke(null, g, probs, q, dq),
                 () -> {                                                 // the attention backward's attention-shaped work, either way
                     if (merged != null) merged.invoke(null, g, q, v, probs, null, null, k, dq, q, dk, dv, true);
-                    else { qsg.invoke(null, g, q, v, probs, ds, null, k, dq, true); pq.invoke(null, g, ds, q, dk); pq.invoke(null, g, probs, q, dv); }
+                    else { qsg9.invoke(null, g, q, v, probs, ds, null, k, dq, true); pq.invoke(null, g, ds, q, dk); pq.invoke(null, g, probs, q, dv); }
                 }});
             names.add(Path.of(args[i]).getFileName().toString());
         }

@@ -157,6 +157,16 @@ final class AttentionProducts {
     // ---- QK then the softmax backward: ds = p·(qk(g, v) − Σ p·qk(g, v)) -------------------------------
 
     /**
+     * Rows per group of {@link #qkSoftmaxGrad}'s dK and dV products: a multiple of its 4-row blocks
+     * whose ds rows (l floats each) take at most 256 KB, and p's as much (together this machine's
+     * L2), so they are still cached when the group's products read them; at least 16 rows (more
+     * than 256 KB each past l = 4096). One medium layer (T = L = 256: one group per head), 1
+     * thread: 16-row groups ran slower than the separate attention_pq passes (20.8 against 17.1 ms
+     * with qk_softmax_grad), 64 rows 6 % faster, 128 and 256 rows 8–11 % faster (bench/RESULTS.md §2).
+     */
+    static int pqGroup(int l) { return Math.max(16, 65_536 / Math.max(l, 1) / 4 * 4); }
+
+    /**
      * attention_qk(a, b) and the softmax backward over it in one pass (Plan.qkSoftmaxGrads), the bits
      * of {@link #qk} then PlanKernels.softmaxGrad: per row of head h, dp_j = QK's chain for j in
      * [lo, hi] and +0.0 elsewhere; d = Σ_j p_j·dp_j, products folded in increasing j over the whole
@@ -168,28 +178,12 @@ final class AttentionProducts {
      * dq [batch, rows, H·hd]) from the ds rows just written, {@link #pk}'s chains. a [batch, rows,
      * H·hd], b [batch, l, KV·hd]; p, ds [batch, H, rows, l]; d [batch, H, rows] or null (not wanted).
      * With {@code attendedOnly} ds is written at [lo, hi] alone (Plan.attendedOnly).
-     */
-    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq,
-                              boolean attendedOnly) {
-        qkSoftmaxGrad(g, a, b, p, ds, d, x, dq, null, null, null, attendedOnly);
-    }
-
-    /**
-     * Rows per group of {@link #qkSoftmaxGrad}'s dK and dV products: a multiple of its 4-row blocks
-     * whose ds rows (l floats each) take at most 256 KB, and p's as much (together this machine's
-     * L2), so they are still cached when the group's products read them; at least 16 rows (more
-     * than 256 KB each past l = 4096). One medium layer (T = L = 256: one group per head), 1
-     * thread: 16-row groups ran slower than the separate attention_pq passes (20.8 against 17.1 ms
-     * with qk_softmax_grad), 64 rows 6 % faster, 128 and 256 rows 8–11 % faster (bench/RESULTS.md §2).
-     */
-    static int pqGroup(int l) { return Math.max(16, 65_536 / Math.max(l, 1) / 4 * 4); }
-
-    /**
-     * {@link #qkSoftmaxGrad} that also writes, when non-null, dk = attention_pq(ds, qx) and dv =
-     * attention_pq(p, a) (qx, a [batch, rows, H·hd]; dk, dv [batch, l, KV·hd]; needs one kv head per
-     * head): every {@link #pqGroup} rows, while their ds and p rows are in cache, {@link #pqRows} continues
-     * every key's chains over them, groups in increasing t, so each chain is {@link #pq}'s (from −0.0
-     * in increasing t; +0.0 for a key no row attends). The chains run in a per-thread [l, hd] scratch,
+     *
+     * <p>With qx, dk, dv non-null it also writes dk = attention_pq(ds, qx) and dv = attention_pq(p, a)
+     * (qx, a [batch, rows, H·hd]; dk, dv [batch, l, KV·hd]; needs one kv head per head): every
+     * {@link #pqGroup} rows, while their ds and p rows are in cache, {@link #pqRows} continues every
+     * key's chains over them, groups in increasing t, so each chain is {@link #pq}'s (from −0.0 in
+     * increasing t; +0.0 for a key no row attends). The chains run in a per-thread [l, hd] scratch,
      * copied out at the end of the head. With ds null (no reader outside this kernel: dk non-null),
      * ds lives only in a per-thread scratch of one group of rows.
      */
@@ -275,11 +269,11 @@ final class AttentionProducts {
                     int t0 = (r0 + nr - 1) / group * group, t1 = r0 + nr;
                     if (dk != null) {
                         packRows(qx, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[2]);
-                        pqRows(dsA, l, ds != null ? sHead : -t0 * l, acc[2], t0, t1, kr[0], kr[1], hd, false, acc[0], 0, hd);
+                        pqRows(dsA, l, ds != null ? sHead : -t0 * l, acc[2], t0, t1, kr[0], kr[1], hd, acc[0], 0, hd);
                     }
                     if (dv != null) {
                         packRows(a, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[3]);
-                        pqRows(p, l, sHead, acc[3], t0, t1, kr[0], kr[1], hd, false, acc[1], 0, hd);
+                        pqRows(p, l, sHead, acc[3], t0, t1, kr[0], kr[1], hd, acc[1], 0, hd);
                     }
                 }
                 if (x == null) continue;
@@ -443,7 +437,7 @@ final class AttentionProducts {
      * attends. It is sgemm's TN product y = sᵀ·x per head, run on sgemm's micro-kernel
      * (Matmul.Tile.transA): a tile of PQ_KEYS keys reads their s values side by side in row t in
      * place, and x's head is copied in panels of PQ_FEATS features. Per (batch, kv head), one head at
-     * a time, every key's chains continued through y from the previous head; per tile, the rows only
+     * a time, every key's chains started at −0.0 in y and continued there head after head; per tile, the rows only
      * some of its keys attend (before and after the range all attend) run as single-key chains
      * ({@link #pqChain}) before and after the tile's joint range, so each chain stays in increasing t.
      * Keys of a partial last tile (l not a multiple of PQ_KEYS), and of a tile with no row all its keys
@@ -459,11 +453,11 @@ final class AttentionProducts {
         Parallel.forEach(g.batch() * kv, cost, bc -> {
             int bt = bc / kv, c = bc % kv, yBase = bt * l * yStride + c * hd;
             float[] xp = scratch(0, rows * hd)[1];              // one head's x: [panel][rows][PQ_FEATS], then [rows][tail]
+            for (int j = 0; j < l; j++) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, -0.0f);   // every chain's start
             for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
-                boolean first = hh == c * grp;
                 int col = (bt * h + hh) * rows * l;             // s read in place: a copy cost more than its strided reads (T = 256)
                 packRows(x, bt * rows * xStride + hh * hd, xStride, rows, hd, xp);
-                pqRows(s, l, col, xp, 0, rows, tLo, tHi, hd, first, y, yBase, yStride);
+                pqRows(s, l, col, xp, 0, rows, tLo, tHi, hd, y, yBase, yStride);
             }
             for (int j = 0; j < l; j++)                                 // no term: +0.0, not the chain's −0.0
                 if (tLo[j] > tHi[j] || grp == 0) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, 0f);
@@ -472,12 +466,11 @@ final class AttentionProducts {
 
     /**
      * One head's PQ chains over rows [t0, t1): key j takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
-     * in increasing t, starting from −0.0 ({@code first}) or continuing from y (key j's row at
-     * yBase + j·yStride); s at s[col + t·ls + j]; x's rows t0 … t1 − 1 copied in xp as [panel][t1 − t0][PQ_FEATS],
+     * in increasing t, continuing the chains in y (key j's row at yBase + j·yStride); s at s[col + t·ls + j]; x's rows t0 … t1 − 1 copied in xp as [panel][t1 − t0][PQ_FEATS],
      * then [t1 − t0][tail]. Per tile of PQ_KEYS keys the rows all of them attend run on sgemm's
      * micro-kernel, the others as single-key chains before and after.
      */
-    static void pqRows(float[] s, int ls, int col, float[] xp, int t0, int t1, int[] tLo, int[] tHi, int hd, boolean first,
+    static void pqRows(float[] s, int ls, int col, float[] xp, int t0, int t1, int[] tLo, int[] tHi, int hd,
                        float[] y, int yBase, int yStride) {
         int l = tLo.length, r = t1 - t0, panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS, w = hd - e0;
         for (int p = 0; p < panels; p++) {                 // a panel of x (rows × PQ_FEATS) stays in L1 over all keys
@@ -488,35 +481,32 @@ final class AttentionProducts {
                 if (nk < PQ_KEYS || top > bot) {            // a tile needs every key to attend all of [top, bot]
                     for (int j = j0; j < j0 + nk; j++) {
                         int lo = Math.max(tLo[j], t0), hi = Math.min(tHi[j], t1 - 1);
-                        if (first || lo <= hi) pqChain(s, ls, col, xp, xo, j, lo, hi, first, y, yo + j * yStride);
+                        if (lo <= hi) pqChain(s, ls, col, xp, xo, j, lo, hi, y, yo + j * yStride);
                     }
                     continue;
                 }
-                for (int j = j0; j < j0 + nk; j++)          // (not first with nothing before top: y already holds the chain)
-                    if (first || Math.max(tLo[j], t0) < top) pqChain(s, ls, col, xp, xo, j, Math.max(tLo[j], t0), top - 1, first, y, yo + j * yStride);
+                for (int j = j0; j < j0 + nk; j++)
+                    if (Math.max(tLo[j], t0) < top) pqChain(s, ls, col, xp, xo, j, Math.max(tLo[j], t0), top - 1, y, yo + j * yStride);
                 kina.eval.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
                 for (int j = j0; j < j0 + nk; j++) {
                     int hi = Math.min(tHi[j], t1 - 1);
-                    if (bot < hi) pqChain(s, ls, col, xp, xo, j, bot + 1, hi, false, y, yo + j * yStride);
+                    if (bot < hi) pqChain(s, ls, col, xp, xo, j, bot + 1, hi, y, yo + j * yStride);
                 }
             }
         }
         if (w > 0)
             for (int j = 0; j < l; j++) {
                 int lo = Math.max(tLo[j], t0), hi = Math.min(tHi[j], t1 - 1);
-                if (first || lo <= hi) pqTail(s, ls, col, xp, e0 * r - t0 * w, w, e0, j, lo, hi, first, y, yBase + j * yStride);
+                if (lo <= hi) pqTail(s, ls, col, xp, e0 * r - t0 * w, w, e0, j, lo, hi, y, yBase + j * yStride);
             }
     }
 
     /**
      * Key j's chains over one panel of PQ_FEATS features (x's panel at xp[xo + t·PQ_FEATS]), rows [lo, hi]
-     * (none when lo > hi), s at s[col + t·ls + j]: from −0.0 ({@code first}) or continued from y at
-     * yOff, and stored there (−0.0 for an empty first range, so a tile can continue it).
+     * (none when lo > hi), s at s[col + t·ls + j]: continued from y at yOff and stored there.
      */
-    static void pqChain(float[] s, int ls, int col, float[] xp, int xo, int j, int lo, int hi, boolean first, float[] y, int yOff) {
-        FloatVector a0, a1;
-        if (first) { a0 = FloatVector.broadcast(FS, -0.0f); a1 = a0; }
-        else { a0 = FloatVector.fromArray(FS, y, yOff); a1 = FloatVector.fromArray(FS, y, yOff + LANES); }
+    static void pqChain(float[] s, int ls, int col, float[] xp, int xo, int j, int lo, int hi, float[] y, int yOff) {
+        FloatVector a0 = FloatVector.fromArray(FS, y, yOff), a1 = FloatVector.fromArray(FS, y, yOff + LANES);
         for (int t = lo, end = hi + 1; t < end; t++) {
             int xt = xo + t * PQ_FEATS;
             FloatVector w = FloatVector.broadcast(FS, s[col + t * ls + j]);
@@ -529,20 +519,18 @@ final class AttentionProducts {
 
     /**
      * Key j's chains over the tail features e in [e0, e0 + w) (x's tail at xp[xo + t·w]),
-     * rows [lo, hi], from −0.0 ({@code first}) or continued from y (key j's row at yOff).
+     * rows [lo, hi], continued from y (key j's row at yOff).
      */
-    static void pqTail(float[] s, int ls, int col, float[] xp, int xo, int w, int e0, int j, int lo, int hi, boolean first,
-                       float[] y, int yOff) {
-        FloatVector z = FloatVector.broadcast(FS, -0.0f);
+    static void pqTail(float[] s, int ls, int col, float[] xp, int xo, int w, int e0, int j, int lo, int hi, float[] y, int yOff) {
         int e = 0;
         for (; e + LANES <= w; e += LANES) {
-            FloatVector acc = first ? z : FloatVector.fromArray(FS, y, yOff + e0 + e);
+            FloatVector acc = FloatVector.fromArray(FS, y, yOff + e0 + e);
             for (int t = lo, end = hi + 1; t < end; t++)
                 acc = FloatVector.broadcast(FS, s[col + t * ls + j]).fma(FloatVector.fromArray(FS, xp, xo + t * w + e), acc);
             acc.intoArray(y, yOff + e0 + e);
         }
         for (; e < w; e++) {
-            float acc = first ? -0.0f : y[yOff + e0 + e];
+            float acc = y[yOff + e0 + e];
             for (int t = lo, end = hi + 1; t < end; t++) acc = Math.fma(s[col + t * ls + j], xp[xo + t * w + e], acc);
             y[yOff + e0 + e] = acc;
         }

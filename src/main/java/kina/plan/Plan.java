@@ -50,7 +50,7 @@ public final class Plan {
      * its last member's, the values it writes are {@code group.outs()}). {@code also}: steps not
      * scheduled because this op's kernel writes their values too (an attention's attention_probs,
      * see {@link #sharedProbs}; a swiglu's sigmoid of its gate, {@link #sharedSigmoids}; a softmax
-     * backward's row sums; qk_softmax_grad's attention_pk); empty for most. {@code pass}:
+     * backward's row sums; qk_softmax_grad's row sums, attention_pk and attention_pq); empty for most. {@code pass}:
      * SOFTMAX_GRAD, the op is {@link #softmaxGrads}'s row pass (args [p, dp], step the last mul's);
      * QK_SOFTMAX_GRAD, that pass with dp = attention_qk(g, v) computed inside it ({@link #qkSoftmaxGrads};
      * args [p, g, v], then the x of dq = attention_pk(ds, x) and the q of dK = attention_pq(ds, q) when
@@ -602,7 +602,7 @@ public final class Plan {
         maskOf.keySet().removeIf(sl -> pinned[sl] || ir.slots.get(sl).type().dtype() != DType.F32);
         List<Op> out = new ArrayList<>();
         for (Op op : ops) {
-            boolean mine = op.pass() == RowPass.QK_SOFTMAX_GRAD ? maskOf.containsKey(op.step().out())
+            boolean mine = op.pass() == RowPass.QK_SOFTMAX_GRAD ? maskOf.containsKey(op.step().out()) && !op.outUnread()   // (an unstored ds: nothing to write)
                     : op.pass() == RowPass.NONE && op.group() == null && op.step().instr() instanceof Instr.Attention
                       && op.also().stream().anyMatch(s -> maskOf.containsKey(s.out()));
             out.add(mine ? op.writingAttendedOnly() : op);

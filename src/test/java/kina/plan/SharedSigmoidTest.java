@@ -19,8 +19,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Plan.sharedSigmoids: the forward swiglu(gate, up) also writes σ(gate) for its VJP, whose own
  * sigmoid step is then not scheduled; the plan still equals the interpreter bit for bit (special
- * values and lane tails included), at 1 and 2 threads; a sigmoid of another value, or one before
- * the swiglu, keeps its step.
+ * values and lane tails included), at 1 and 2 threads; the program's own sigmoid of the gate,
+ * computed before the swiglu, keeps its step.
  */
 class SharedSigmoidTest {
 

@@ -57,19 +57,19 @@ public class AttentionKernelsBench extends kina.bench.KernelBench {
         return ds;
     }
 
-    @Benchmark public float[] qkSoftmaxGrad() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null, false); return ds; }
+    @Benchmark public float[] qkSoftmaxGrad() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null, null, null, null, false); return ds; }
 
     /** What the plan ran before qk_softmax_grad took dq in: the one-pass kernel, then attention_pk over ds. */
     @Benchmark public float[] qkSoftmaxGradThenPk() {
-        AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null, false);
+        AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, null, null, null, null, null, false);
         AttentionProducts.pk(g, ds, k, dq);
         return dq;
     }
 
-    @Benchmark public float[] qkSoftmaxGradWithPk() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq, false); return dq; }
+    @Benchmark public float[] qkSoftmaxGradWithPk() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq, null, null, null, false); return dq; }
 
     /** As the plan runs it when only masked readers take ds (Plan.attendedOnly). */
-    @Benchmark public float[] qkSoftmaxGradWithPkAttendedOnly() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq, true); return dq; }
+    @Benchmark public float[] qkSoftmaxGradWithPkAttendedOnly() { AttentionProducts.qkSoftmaxGrad(g, q, v, probs, ds, null, k, dq, null, null, null, true); return dq; }
 
     @Benchmark public float[] pk() { AttentionProducts.pk(g, probs, k, dq); return dq; }
 
