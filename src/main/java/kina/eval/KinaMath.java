@@ -97,6 +97,36 @@ public final class KinaMath {
                 shift = FloatVector.broadcast(s, SHIFT), ln2Hi = FloatVector.broadcast(s, -LN2_HI), ln2Lo = FloatVector.broadcast(s, -LN2_LO),
                 c2 = FloatVector.broadcast(s, C2), c3 = FloatVector.broadcast(s, C3), c4 = FloatVector.broadcast(s, C4),
                 c5 = FloatVector.broadcast(s, C5), c6 = FloatVector.broadcast(s, C6), one = FloatVector.broadcast(s, 1f);
+        // Two vectors per iteration, their chains interleaved: one vector's exp is a long dependency
+        // chain (clamp, reduction, six fmas, scaling) that fills the FP scheduler; two independent
+        // ones keep both FMA pipes busy. Each lane still takes exp(float)'s operations in order.
+        int v2 = s.length() == 0 ? 0 : n - n % (2 * s.length());
+        for (; i < v2; i += 2 * s.length()) {
+            FloatVector xa = FloatVector.fromArray(s, x, xOff + i), xb = FloatVector.fromArray(s, x, xOff + i + s.length());
+            FloatVector va = mode == MINUS ? xa.sub(m) : mode == NEG ? xa.neg() : xa;
+            FloatVector vb = mode == MINUS ? xb.sub(m) : mode == NEG ? xb.neg() : xb;
+            FloatVector ca = va.max(lo).min(hi), cb = vb.max(lo).min(hi);
+            FloatVector ta = ca.fma(log2e, shift), tb = cb.fma(log2e, shift);
+            FloatVector na = ta.sub(shift), nb = tb.sub(shift);
+            FloatVector ra = na.fma(ln2Hi, ca), rb = nb.fma(ln2Hi, cb);
+            ra = na.fma(ln2Lo, ra); rb = nb.fma(ln2Lo, rb);
+            FloatVector pa = c6.fma(ra, c5), pb = c6.fma(rb, c5);
+            pa = pa.fma(ra, c4); pb = pb.fma(rb, c4);
+            pa = pa.fma(ra, c3); pb = pb.fma(rb, c3);
+            pa = pa.fma(ra, c2); pb = pb.fma(rb, c2);
+            pa = pa.fma(ra, one); pb = pb.fma(rb, one);
+            pa = pa.fma(ra, one); pb = pb.fma(rb, one);
+            IntVector ka = ((IntVector) ta.reinterpretAsInts()).sub(SHIFT_BITS), kb = ((IntVector) tb.reinterpretAsInts()).sub(SHIFT_BITS);
+            IntVector ka1 = ka.lanewise(VectorOperators.ASHR, 1), kb1 = kb.lanewise(VectorOperators.ASHR, 1);
+            IntVector ka2 = ka.sub(ka1), kb2 = kb.sub(kb1);
+            FloatVector sa1 = (FloatVector) ka1.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+            FloatVector sb1 = (FloatVector) kb1.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+            FloatVector sa2 = (FloatVector) ka2.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+            FloatVector sb2 = (FloatVector) kb2.add(127).lanewise(VectorOperators.LSHL, 23).reinterpretAsFloats();
+            FloatVector ya = pa.mul(sa1).mul(sa2), yb = pb.mul(sb1).mul(sb2);
+            ya.blend(va, va.compare(VectorOperators.NE, va)).intoArray(y, yOff + i);
+            yb.blend(vb, vb.compare(VectorOperators.NE, vb)).intoArray(y, yOff + i + s.length());
+        }
         for (; i < v; i += s.length()) {
             FloatVector x0 = FloatVector.fromArray(s, x, xOff + i);
             FloatVector xv = mode == MINUS ? x0.sub(m) : mode == NEG ? x0.neg() : x0;

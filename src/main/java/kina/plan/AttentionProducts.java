@@ -91,7 +91,12 @@ final class AttentionProducts {
 
     /** kt[(j / KB · hd + e) · KB + j % KB] = k[kBase + j·kStride + e]: one head's keys transposed in blocks of KB keys. */
     static void transposeKeys(float[] k, int kBase, int kStride, int l, int hd, float[] kt) {
-        for (int j = 0; j < l; j++) {
+        int full = l / KB * KB;
+        for (int j0 = 0; j0 < full; j0 += KB) {         // whole blocks: kt written in order, KB rows read side by side
+            for (int e = 0, dst = j0 * hd, src = kBase + j0 * kStride; e < hd; e++, dst += KB, src++)
+                for (int c = 0, s = src; c < KB; c++, s += kStride) kt[dst + c] = k[s];
+        }
+        for (int j = full; j < l; j++) {
             int kOff = kBase + j * kStride, base = j / KB * hd * KB + j % KB;
             for (int e = 0; e < hd; e++) kt[base + e * KB] = k[kOff + e];
         }

@@ -1,5 +1,7 @@
 package kina.eval;
 
+import jdk.incubator.vector.FloatVector;
+
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.SplittableRandom;
@@ -61,6 +63,14 @@ class KinaMathTest {
         if (bits(got) != bits(want))
             throw new AssertionError(when + ": " + what + " at x = " + x + " (0x" + Integer.toHexString(bits(x)) + "): array form "
                     + got + ", scalar " + want);
+    }
+
+    /** Every length up to five pairs of vectors: the two-vector loop, the one-vector loop and the scalar tail in every combination. */
+    @Test
+    void everyShortLengthEqualsScalar() {
+        float[] x = inputs(1 << 12, 3);
+        for (int n = 0; n <= 10 * FloatVector.SPECIES_PREFERRED.length() + 3; n++)
+            assertLanesEqualScalar(java.util.Arrays.copyOf(x, n + 3), "length " + n);
     }
 
     @Test
