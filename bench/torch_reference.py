@@ -23,12 +23,32 @@ steps, each wall-clock timed around forward + backward + clip + update. tokens/s
 """
 import argparse
 import math
+import os
 import resource
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+
+def _blas_threads_from_argv(argv):
+    """--threads N (or --threads=N) from the command line, before torch is imported; None if absent."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return None
+
+
+# torch.set_num_threads does not reach Debian's OpenBLAS (libopenblas0-pthread keeps its own pool,
+# sized by the cores): measured on the 2-vCPU machine, --threads 1 alone ran medium's step at
+# 186 % CPU (its matmuls on 2 threads), with OMP_NUM_THREADS=1 at 99 %. The BLAS pool is sized
+# from these variables when the library loads, so they are set before torch is imported.
+_t = _blas_threads_from_argv(sys.argv[1:]) or "1"
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_v, _t)
+
+import torch  # noqa: E402  (after the thread variables above)
+import torch.nn.functional as F  # noqa: E402
 
 # kina.model.Config.NAMED (kv_heads = heads; rope_base 10000; eps 1e-5)
 CONFIGS = {
