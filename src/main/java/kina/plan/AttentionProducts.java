@@ -67,17 +67,8 @@ final class AttentionProducts {
             float[] p = sc[0], kt = sc[1];
             transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
             for (int r0 = 0; r0 < rows; r0 += 4) {
-                int nr = Math.min(4, rows - r0), jlo = Integer.MAX_VALUE, jhi = -1;
-                for (int i = 0; i < nr; i++) {
-                    int rl = lo(g, r0 + i), rh = g.hi(r0 + i);
-                    if (rl <= rh) { jlo = Math.min(jlo, rl); jhi = Math.max(jhi, rh); }
-                }
-                int aOff = (bt * rows + r0) * aStride + hh * hd;
-                if (hd > 0 && jhi >= 0) {
-                    int j0 = jlo / KB * KB;
-                    if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, p, ps);
-                    else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, p, i * ps);
-                }
+                int nr = Math.min(4, rows - r0);
+                blockDots(g, r0, nr, a, (bt * rows + r0) * aStride + hh * hd, aStride, kt, p, ps);
                 for (int i = 0; i < nr; i++) {
                     int yOff = ((bt * h + hh) * rows + r0 + i) * l, rl = lo(g, r0 + i), rh = g.hi(r0 + i);
                     if (hd == 0 || rl > rh) { Arrays.fill(y, yOff, yOff + l, 0f); continue; }
@@ -159,6 +150,27 @@ final class AttentionProducts {
         }
     }
 
+    /**
+     * The QK dot products of rows r0 … r0 + nr − 1 (nr ≤ 4; row i's a at aOff + i·aStride) against a
+     * head's kᵀ ({@link #transposeKeys}) over the union of their attended keys in whole blocks:
+     * p[i·ps + j] holds row i's chain for every j in [lo(i), hi(i)] (other lanes are scratch); +0.0
+     * throughout the nr rows when hd = 0. Four rows run as {@link #dots4}, fewer as {@link #dots1}.
+     * Returns false, writing nothing, when no row attends a key.
+     */
+    static boolean blockDots(PlanKernels.Attn g, int r0, int nr, float[] a, int aOff, int aStride, float[] kt, float[] p, int ps) {
+        int jlo = Integer.MAX_VALUE, jhi = -1, hd = g.hd();
+        for (int i = 0; i < nr; i++) {
+            int rl = lo(g, r0 + i), rh = g.hi(r0 + i);
+            if (rl <= rh) { jlo = Math.min(jlo, rl); jhi = Math.max(jhi, rh); }
+        }
+        if (jhi < 0) return false;
+        int j0 = jlo / KB * KB;
+        if (hd == 0) Arrays.fill(p, 0, nr * ps, 0f);
+        else if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, p, ps);
+        else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, p, i * ps);
+        return true;
+    }
+
     // ---- QK then the softmax backward: ds = p·(qk(g, v) − Σ p·qk(g, v)) -------------------------------
 
     /**
@@ -221,23 +233,16 @@ final class AttentionProducts {
             float[] dp = sc[0], kt = sc[1], m = sc[2], xp = sc[3], z = new float[4];
             int[] los = new int[4], his = new int[4];
             transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
-            if (x != null) headBlocks(x, xBase, bStride, l, blocks, xp);
+            if (x != null) headBlocks(x, xBase, bStride, l, EB, blocks, xp);
             for (int r0 = 0; r0 < rows; r0 += 4) {
-                int nr = Math.min(4, rows - r0), jlo = Integer.MAX_VALUE, jhi = -1;
+                int nr = Math.min(4, rows - r0);
                 boolean all = nr == 4;
                 for (int i = 0; i < nr; i++) {
-                    int rl = lo(g, r0 + i), rh = g.hi(r0 + i);
-                    los[i] = rl;
-                    his[i] = rh;
-                    if (rl <= rh) { jlo = Math.min(jlo, rl); jhi = Math.max(jhi, rh); } else all = false;
+                    los[i] = lo(g, r0 + i);
+                    his[i] = g.hi(r0 + i);
+                    if (los[i] > his[i]) all = false;
                 }
-                int aOff = (bt * rows + r0) * aStride + hh * hd;
-                if (jhi >= 0) {
-                    int j0 = jlo / KB * KB;
-                    if (hd == 0) Arrays.fill(dp, 0, 4 * ps, 0f);
-                    else if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, dp, ps);
-                    else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, dp, i * ps);
-                }
+                blockDots(g, r0, nr, a, (bt * rows + r0) * aStride + hh * hd, aStride, kt, dp, ps);
                 int base0 = ((bt * h + hh) * rows + r0) * l, g0 = r0 / group * group;
                 int dsBase = ds != null ? base0 : (r0 - g0) * l;   // this block's ds rows in dsA
                 for (int i = 0; i < nr; i++) {              // the products, and each fold's first term
@@ -304,11 +309,8 @@ final class AttentionProducts {
     /** n rows of one head (row i's hd features at x[off + i·stride]) into xp as {@link #pqRows} reads them: [panel][n][PQ_FEATS], then [n][tail]. */
     static void packRows(float[] x, int off, int stride, int n, int hd, float[] xp) {
         int panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS;
-        for (int t = 0; t < n; t++) {
-            int xo = off + t * stride;
-            for (int q = 0; q < panels; q++) System.arraycopy(x, xo + q * PQ_FEATS, xp, (q * n + t) * PQ_FEATS, PQ_FEATS);
-            if (e0 < hd) System.arraycopy(x, xo + e0, xp, e0 * n + t * (hd - e0), hd - e0);
-        }
+        headBlocks(x, off, stride, n, PQ_FEATS, panels, xp);
+        if (e0 < hd) for (int t = 0; t < n; t++) System.arraycopy(x, off + t * stride + e0, xp, e0 * n + t * (hd - e0), hd - e0);
     }
 
     /** The rows attending key j form [keyRows[0][j], keyRows[1][j]] (empty when the first exceeds the second): hi(t) and lo(t) are nondecreasing in t. */
@@ -336,7 +338,7 @@ final class AttentionProducts {
             int xBase = bt * l * xStride + (hh / grp) * hd, sBase = (bt * h + hh) * rows * l, yBase = bt * rows * yStride + hh * hd;
             int blocks = hd / EB;
             float[] xp = scratch(0, blocks * l * EB)[1];
-            headBlocks(x, xBase, xStride, l, blocks, xp);
+            headBlocks(x, xBase, xStride, l, EB, blocks, xp);
             int t = 0;
             for (; t + 1 < rows; t += 2)
                 pkPair(s, sBase + t * l, sBase + (t + 1) * l, lo(g, t), g.hi(t), lo(g, t + 1), g.hi(t + 1),
@@ -345,10 +347,13 @@ final class AttentionProducts {
         });
     }
 
-    /** xp[(b·n + j)·EB + e] = x[base + j·stride + b·EB + e]: one head of n rows in blocks of EB features ([block][n][EB]). */
-    static void headBlocks(float[] x, int base, int stride, int n, int blocks, float[] xp) {
+    /**
+     * xp[(b·n + j)·w + e] = x[base + j·stride + b·w + e] for b &lt; blocks, j &lt; n, e &lt; w: one head of n
+     * rows in blocks of w features ([block][n][w]; PK reads blocks of EB, PQ panels of PQ_FEATS).
+     */
+    static void headBlocks(float[] x, int base, int stride, int n, int w, int blocks, float[] xp) {
         for (int b = 0; b < blocks; b++)
-            for (int j = 0; j < n; j++) System.arraycopy(x, base + j * stride + b * EB, xp, (b * n + j) * EB, EB);
+            for (int j = 0; j < n; j++) System.arraycopy(x, base + j * stride + b * w, xp, (b * n + j) * w, w);
     }
 
     /**

@@ -711,19 +711,7 @@ final class PlanKernels {
     static void probsBlock(Attn g, float[] qa, float[] kt, int bt, int hh, int r0, int nr, float[] sinks,
                            float[] p, int ps, float[] share, int[] los, int[] his, float[] zs) {
         int rows = g.rows(), hd = g.hd(), h = g.heads(), qStride = h * hd;
-        int qOff = (bt * rows + r0) * qStride + hh * hd;
-        long lo = Long.MAX_VALUE;
-        int hi = -1;
-        for (int i = 0; i < nr; i++) {
-            long rl = g.lo(r0 + i);
-            int rh = g.hi(r0 + i);
-            if (rl <= rh) { lo = Math.min(lo, rl); hi = Math.max(hi, rh); }
-        }
-        if (hd > 0 && hi >= 0) {
-            if (nr == RB) AttentionProducts.dots4(qa, qOff, qStride, kt, hd, (int) lo / AttentionProducts.KB * AttentionProducts.KB, hi + 1, p, ps);
-            else for (int i = 0; i < nr; i++)
-                AttentionProducts.dots1(qa, qOff + i * qStride, kt, hd, (int) lo / LANES * LANES, hi + 1, p, i * ps);
-        }
+        AttentionProducts.blockDots(g, r0, nr, qa, (bt * rows + r0) * qStride + hh * hd, qStride, kt, p, ps);
         finishRows(g, r0, nr, p, ps, sinks == null ? 0f : sinks[hh], sinks != null, share, los, his, zs);
     }
 
@@ -747,7 +735,7 @@ final class PlanKernels {
             int[] los = new int[RB], his = new int[RB];
             int kBase = bt * l * kv * hd + (hh / grp) * hd, qStride = h * hd;
             AttentionProducts.transposeKeys(ka, kBase, vStride, l, hd, kt);
-            if (y != null) AttentionProducts.headBlocks(va, kBase, vStride, l, blocks, vp);
+            if (y != null) AttentionProducts.headBlocks(va, kBase, vStride, l, AttentionProducts.EB, blocks, vp);
             for (int r0 = 0; r0 < rows; r0 += RB) {
                 int nr = Math.min(RB, rows - r0);
                 probsBlock(g, qa, kt, bt, hh, r0, nr, sinks, p, ps, share, los, his, zs);
