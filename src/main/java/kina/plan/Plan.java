@@ -73,6 +73,9 @@ public final class Plan {
             this(step, args, false, false, group, also, pass, qk, false, false);
         }
 
+        /** This op, also writing the values of {@code steps} (which it computes anyway; they are then not scheduled). */
+        Op withAlso(List<Flatten.Step> steps) { return new Op(step, args, transA, transB, group, steps, pass, qk, attendedOnly, outUnread); }
+
         /** This op, writing its probability-shaped value at the attended pairs only. */
         Op writingAttendedOnly() { return new Op(step, args, transA, transB, group, also, pass, qk, true, outUnread); }
 
@@ -365,12 +368,21 @@ public final class Plan {
             }
             also.set(i, mine);
         }
+        return withShared(ops, also, dropped);
+    }
+
+    /** The schedule after a row-pass rewrite: op i replaced by {@code replace[i]} where that is set, the dropped ones left out. */
+    private static List<Op> withReplaced(List<Op> ops, Op[] replace, boolean[] dropped) {
         List<Op> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            Op op = ops.get(i);
-            if (dropped[i]) continue;
-            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.transA(), op.transB(), op.group(), also.get(i), op.pass(), op.qk(), false, false));
-        }
+        for (int i = 0; i < ops.size(); i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
+        return out;
+    }
+
+    /** The schedule after a sharing pass: ops without the dropped ones, op i also writing {@code also.get(i)}. */
+    private static List<Op> withShared(List<Op> ops, List<List<Flatten.Step>> also, boolean[] dropped) {
+        List<Op> out = new ArrayList<>();
+        for (int i = 0; i < ops.size(); i++)
+            if (!dropped[i]) out.add(also.get(i).isEmpty() ? ops.get(i) : ops.get(i).withAlso(also.get(i)));
         return out;
     }
 
@@ -397,13 +409,7 @@ public final class Plan {
                 dropped[i] = true;
             }
         }
-        List<Op> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            Op op = ops.get(i);
-            if (dropped[i]) continue;
-            out.add(also.get(i).isEmpty() ? op : new Op(op.step(), op.args(), op.group(), also.get(i), op.pass(), op.qk()));
-        }
-        return out;
+        return withShared(ops, also, dropped);
     }
 
     /**
@@ -461,9 +467,7 @@ public final class Plan {
             replace[i] = new Op(scale.step(), new int[] {p, dp}, null, also, RowPass.SOFTMAX_GRAD, null);
             dropped[producer[d]] = dropped[producer[b]] = dropped[producer[s]] = dropped[producer[scale.step().out()]] = true;
         }
-        List<Op> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
-        return out;
+        return withReplaced(ops, replace, dropped);
     }
 
     /**
@@ -545,9 +549,7 @@ public final class Plan {
                     RowPass.QK_SOFTMAX_GRAD, qk.step(), false, dsUnread);
             dropped[producer[dp]] = true;
         }
-        List<Op> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) if (replace[i] != null) out.add(replace[i]); else if (!dropped[i]) out.add(ops.get(i));
-        return out;
+        return withReplaced(ops, replace, dropped);
     }
 
     /** Whether op is a plain attention_pq(s, x) under options o. */
