@@ -279,7 +279,7 @@ public final class Trainer {
             w.putAll(init(c, o.seed()));
             state.putAll(zeroMoments(c, o.optimizer()));
         }
-        log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, %s%n",
+        log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, engine %s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
                 o.engine().name().toLowerCase(Locale.ROOT));
         // Weights and moments are carried by the step from run to run (in the plan's float buffers);

@@ -154,21 +154,21 @@ final class AttentionProducts {
      * The QK dot products of rows r0 … r0 + nr − 1 (nr ≤ 4; row i's a at aOff + i·aStride) against a
      * head's kᵀ ({@link #transposeKeys}) over the union of their attended keys in whole blocks:
      * p[i·ps + j] holds row i's chain for every j in [lo(i), hi(i)] (other lanes are scratch); +0.0
-     * throughout the nr rows when hd = 0. Four rows run as {@link #dots4}, fewer as {@link #dots1}.
-     * Returns false, writing nothing, when no row attends a key.
+     * throughout the nr rows when hd = 0 (a width the checker refuses; kept for the kernels' direct
+     * callers). Four rows run as {@link #dots4}, fewer as {@link #dots1}; nothing is written when no
+     * row attends a key.
      */
-    static boolean blockDots(PlanKernels.Attn g, int r0, int nr, float[] a, int aOff, int aStride, float[] kt, float[] p, int ps) {
+    static void blockDots(PlanKernels.Attn g, int r0, int nr, float[] a, int aOff, int aStride, float[] kt, float[] p, int ps) {
         int jlo = Integer.MAX_VALUE, jhi = -1, hd = g.hd();
         for (int i = 0; i < nr; i++) {
             int rl = lo(g, r0 + i), rh = g.hi(r0 + i);
             if (rl <= rh) { jlo = Math.min(jlo, rl); jhi = Math.max(jhi, rh); }
         }
-        if (jhi < 0) return false;
+        if (jhi < 0) return;
         int j0 = jlo / KB * KB;
         if (hd == 0) Arrays.fill(p, 0, nr * ps, 0f);
         else if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, p, ps);
         else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, p, i * ps);
-        return true;
     }
 
     // ---- QK then the softmax backward: ds = p·(qk(g, v) − Σ p·qk(g, v)) -------------------------------

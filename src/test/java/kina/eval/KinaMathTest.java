@@ -67,10 +67,12 @@ class KinaMathTest {
 
     /** Every length up to five pairs of vectors: the two-vector loop, the one-vector loop and the scalar tail in every combination. */
     @Test
-    void everyShortLengthEqualsScalar() {
+    void everyShortLengthEqualsScalar() { assertShortLengthsEqualScalar("cold"); }
+
+    static void assertShortLengthsEqualScalar(String when) {
         float[] x = inputs(1 << 12, 3);
         for (int n = 0; n <= 10 * FloatVector.SPECIES_PREFERRED.length() + 3; n++)
-            assertLanesEqualScalar(java.util.Arrays.copyOf(x, n + 3), "length " + n);
+            assertLanesEqualScalar(java.util.Arrays.copyOf(x, n + 3), when + ", length " + n);
     }
 
     @Test
@@ -89,6 +91,7 @@ class KinaMathTest {
         SINK = sink + y[0];                              // keep the warm-up from being optimised away
         assertLanesEqualScalar(x, "warm");
         assertLanesEqualScalar(inputs(1 << 20, 2), "warm, fresh inputs");
+        assertShortLengthsEqualScalar("warm");                 // the compiled loops' bounds, every remainder
     }
 
     @Test
