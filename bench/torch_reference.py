@@ -44,8 +44,9 @@ def _blas_threads_from_argv(argv):
 # 186 % CPU (its matmuls on 2 threads), with OMP_NUM_THREADS=1 at 99 %. The BLAS pool is sized
 # from these variables when the library loads, so they are set before torch is imported.
 _t = _blas_threads_from_argv(sys.argv[1:]) or "1"
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_v, _t)
+if _t.isdigit() and int(_t) > 0:                  # anything else: argparse below says what is wrong
+    for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_v, _t)
 
 import torch  # noqa: E402  (after the thread variables above)
 import torch.nn.functional as F  # noqa: E402
@@ -181,12 +182,23 @@ def report(args, batch, seq, ms):
           f"ms/step min={f(srt[0])} median={f(median)} max={f(srt[-1])} tokens/s={tokens:.0f} peak_rss_mb={rss:.0f}")
 
 
+def positive(text):
+    """argparse type: an integer >= 1 (a usage error, not a traceback, for 0 or less)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {v}")
+    return v
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="small", choices=sorted(CONFIGS) + ["storylm0"])
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batch", type=positive, default=8)
+    ap.add_argument("--threads", type=positive, default=1)
+    ap.add_argument("--steps", type=positive, default=20)
     ap.add_argument("--warmup", type=int, default=None, help="warm-up steps at least (default 2; storylm0: 2000)")
     ap.add_argument("--warmup-seconds", type=float, default=5.0, help="warm-up time at least, as kina bench (default 5; not storylm0)")
     args = ap.parse_args()
