@@ -6,6 +6,7 @@
  *   cp target/kina.jar /tmp/old.jar   # before the change; rebuild after it
  *   java --add-modules jdk.incubator.vector bench/MatmulAB.java THREADS SECONDS /tmp/old.jar target/kina.jar
  *   SHAPES="k32 32 128 32 128 NT,up 1 1024 128 344 NN" java ... (name batch m k n NN|NT|TN|TT)
+ *   FLUSH_MB=64 java ...   # writes over that many MB between calls (untimed): operands start cold
  */
 import java.lang.invoke.*;
 import java.net.*;
@@ -32,6 +33,7 @@ public class MatmulAB {
             "att_dv 32 128 128 32 TN", "att_qk 32 128 32 128 NT", "att_pv 32 128 128 32 NN"};
         if (System.getenv("SHAPES") != null) shapes = System.getenv("SHAPES").split(",");
         Random r = new Random(1);
+        float[] flush = System.getenv("FLUSH_MB") == null ? null : new float[Integer.parseInt(System.getenv("FLUSH_MB")) << 18];
         StringBuilder[] sb = new StringBuilder[mm.size()];
         for (int v = 0; v < sb.length; v++) sb[v] = new StringBuilder(String.format("%-10s", names.get(v)));
         StringBuilder hdr = new StringBuilder(String.format("%-10s", "p50(min)"));
@@ -49,6 +51,7 @@ public class MatmulAB {
             long end = System.nanoTime() + (long) (secs * (pass == 0 ? 0.5 : 1) * 1e9);
             for (int it = 0; System.nanoTime() < end || it < 20; it++) {
                 for (int v = 0; v < mm.size(); v++) {
+                    if (flush != null) { for (int i = 0; i < flush.length; i += 16) flush[i] += 1; }
                     long t0 = System.nanoTime();
                     mm.get(v).invokeExact(a, ta, b, tb, o, batch, m, k, n);
                     long t = System.nanoTime() - t0;

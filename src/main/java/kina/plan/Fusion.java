@@ -25,6 +25,11 @@ import kina.ir.TensorType;
  * double arithmetic, lanewise add/sub/mul/div/sqrt/neg/max, all exact IEEE operations rounded once)
  * on the same operands in the same order; nothing is reassociated or contracted.
  *
+ * <p>Running: an F32 group of at least {@link FusedCode#minElements} elements whose broadcasts are
+ * read by whole vectors runs as its own compiled loop ({@link FusedCode}: values stay in vector
+ * registers between instructions); any other group, and the lane tail, runs the chunked pass here
+ * (each instruction over a 1024-element scratch register in turn).
+ *
  * <p>Scheduling: a group runs where its last member ran. A step outside the group that reads a
  * member's value closes the group first, so every outside reader runs after the group, and every
  * value a member reads was computed before it.
@@ -239,8 +244,9 @@ final class Fusion {
 
     // ---- the pass ------------------------------------------------------------------------------
 
-    private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
-    private static final int FL = FS.length();
+    /** The lanes of every fused F32 loop (package-private: {@link FusedCode}'s classes read it). */
+    static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
+    static final int FL = FS.length();
     private static final Code[] CODES = Code.values();
 
     /** The group's pass over {@code buf[slot]} (views share their root's buffer), split over element ranges. */
@@ -254,7 +260,19 @@ final class Fusion {
         if (n == 0) return () -> { };
         if (g.dtype() == DType.F32) {
             int[] side = scalarSides(g);
-            return () -> PlanKernels.range(n, cost, (from, to) -> passF32(g, io, leafBuf, side, from, to));
+            FusedCode.Body body = FusedCode.of(g);
+            if (body == null) return () -> PlanKernels.range(n, cost, (from, to) -> passF32(g, io, leafBuf, side, from, to));
+            float[][] fio = new float[io.length][], fsrc = new float[nLeaf][];
+            for (int j = 0; j < io.length; j++) fio[j] = (float[]) io[j];
+            for (int j = 0; j < nLeaf; j++) fsrc[j] = (float[]) leafBuf[j];
+            return () -> PlanKernels.range(n, cost, (from, to) -> {
+                if (from % FL != 0) { passF32(g, io, leafBuf, side, from, to); return; }
+                float[] scalars = new float[nLeaf];         // read per run: a scalar input may change between steps
+                for (int j = 0; j < nLeaf; j++) if (g.leaves()[j].scalar()) scalars[j] = fsrc[j][0];
+                int whole = from + (to - from) / FL * FL;
+                body.run(fio, fsrc, scalars, from, whole);
+                if (whole < to) passF32(g, io, leafBuf, side, whole, to);
+            });
         }
         return () -> PlanKernels.range(n, cost, (from, to) -> passF64(g, io, leafBuf, from, to));
     }
