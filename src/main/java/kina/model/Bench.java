@@ -67,8 +67,9 @@ public final class Bench {
     /** The plan's profile lines after one line giving its arena (the step's reused buffers). */
     static List<String> arenaFirst(Plan plan) {
         List<String> lines = new ArrayList<>();
-        lines.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse), constants %.1f MB",
-                plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6, plan.constantBytes() / 1e6));
+        lines.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse), constants %.1f MB, %d of %d carried values updated in place",
+                plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6, plan.constantBytes() / 1e6,
+                plan.carriedInPlace(), plan.carried().size()));
         lines.addAll(plan.profileReport());
         return lines;
     }

@@ -102,10 +102,12 @@ public final class Plan {
     private final List<Op> ops;
     private Runnable[] kernels;                       // bound on the first run (see materialize)
     private Object[] slotBuf;
-    private final Arena arena;
-    private final int[] bufOf;
-    private final long arenaBytes, slotBytes, peakLiveBytes;
-    private final int arenaBuffers;
+    private Arena arena;
+    private int[] bufOf;                              // arena buffer per slot; -1: none (unread, a view, a constant, or pinned)
+    private boolean[] pinned;                         // slots held in a carried value's own buffer (Carry.inPlace), not the arena
+    private long arenaBytes, peakLiveBytes;
+    private final long slotBytes;
+    private int arenaBuffers;
     private final List<Integer> inputSlots;
     private boolean profile;
     private int runs;                                 // runs profiled since profile(true)
@@ -120,6 +122,19 @@ public final class Plan {
         // attendedOnly checks the readers of the final schedule: it must stay the last pass.
         this.ops = share ? attendedOnly(sharedSigmoids(sharedProbs(fused, ir), ir), ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
+        long slotSum = 0;
+        for (Flatten.Slot sl : ir.slots)
+            if (sl.origin() == Flatten.Origin.STEP || sl.origin() == Flatten.Origin.INPUT) slotSum += bytes(sl.type());
+        this.slotBytes = slotSum;
+        this.nanos = new long[ops.size()];
+        layout(new boolean[ir.slots.size()]);
+    }
+
+    /**
+     * Liveness and the arena's layout (the buffer of every slot), leaving the {@code pinned} slots
+     * out: their buffers are carried values' own (see {@link #carry}).
+     */
+    private void layout(boolean[] pinned) {
         // ---- liveness: def and last read of every storage (root slot) ----
         int nSlots = ir.slots.size(), n = ops.size();
         int[] def = new int[nSlots], last = new int[nSlots];
@@ -138,18 +153,16 @@ public final class Plan {
         Arrays.fill(bufOf, -1);
         List<List<Integer>> dying = new ArrayList<>();
         for (int i = 0; i <= n; i++) dying.add(new ArrayList<>());
-        long slotSum = 0;
-        for (Flatten.Slot sl : ir.slots)
-            if (sl.origin() == Flatten.Origin.STEP || sl.origin() == Flatten.Origin.INPUT) slotSum += bytes(sl.type());
         long liveNow = 0, peak = 0;
         for (int s : inputSlots) {                       // defined before step 0; an unread input needs no buffer
-            if (last[s] < 0) continue;
+            if (last[s] < 0 || pinned[s]) continue;
             bufOf[s] = arena.take(ir.slots.get(s).type());
             dying.get(last[s]).add(s);
             liveNow += bytes(ir.slots.get(s).type());
         }
         for (int i = 0; i < n; i++) {
             for (int s : ops.get(i).outs()) {
+                if (pinned[s]) continue;
                 bufOf[s] = arena.take(ir.slots.get(s).type());   // never an operand's buffer: those are released after
                 dying.get(last[s]).add(s);
                 liveNow += bytes(ir.slots.get(s).type());
@@ -160,10 +173,10 @@ public final class Plan {
         this.peakLiveBytes = peak;
         this.arena = arena;
         this.bufOf = bufOf;
+        this.pinned = pinned;
         this.arenaBytes = arena.bytes();
-        this.slotBytes = slotSum;
         this.arenaBuffers = arena.sizes.size();
-        this.nanos = new long[n];
+        this.kernels = null;                             // bound again, to these buffers, on the next run
     }
 
     /** Allocates the arena and constants and binds every kernel to its buffers: once, on the first run. */
@@ -175,7 +188,7 @@ public final class Plan {
         for (int s = 0; s < nSlots; s++) {
             Flatten.Slot sl = ir.slots.get(s);
             switch (sl.origin()) {
-                case INPUT, STEP -> bufs[s] = bufOf[s] >= 0 ? buffers.get(bufOf[s]) : null;
+                case INPUT, STEP -> bufs[s] = pinned[s] ? carry.pinnedBuffer(s) : bufOf[s] >= 0 ? buffers.get(bufOf[s]) : null;
                 case CONST -> {
                     Flatten.Const c = ir.constants.get(s);
                     int size = (int) sl.type().shape().vol();
@@ -679,7 +692,7 @@ public final class Plan {
     synchronized void poisonArena() {
         if (kernels == null) materialize();
         for (int s = 0; s < slotBuf.length; s++) {
-            if (ir.slots.get(s).origin() != Flatten.Origin.STEP) continue;
+            if (ir.slots.get(s).origin() != Flatten.Origin.STEP || pinned[s]) continue;   // a pinned slot holds a carried value
             switch (slotBuf[s]) {
                 case float[] f -> Arrays.fill(f, Float.NaN);
                 case double[] d -> Arrays.fill(d, Double.NaN);
@@ -758,7 +771,71 @@ public final class Plan {
      * range or differing types.
      */
     public synchronized void carry(Map<String, Integer> inputToOutput) {
-        carry = inputToOutput.isEmpty() ? null : new Carry(ir, inputToOutput);
+        carry = inputToOutput.isEmpty() ? null : new Carry(ir, inputToOutput, this::updatableInPlace);
+        boolean[] pin = new boolean[ir.slots.size()];
+        if (carry != null) carry.pinnedSlots(pin);
+        layout(pin);
+    }
+
+    /**
+     * Whether carried input slot {@code in} can share one buffer with the output slot {@code out}
+     * that feeds it, so that no copy is made per run (Carry.inPlace): out is a step's own storage
+     * (not a view, not returned twice); every reader of in runs no later than out's producer P,
+     * and P, if it reads in itself, is a fused group that writes out only after its last read of
+     * in (its passes read and write index by index: an element is read before it is overwritten);
+     * in is not also an output; and no step after P can throw (index traps, fallbacks), so that a
+     * run that throws leaves the carried values as they were, as {@link #carry} promises.
+     */
+    private boolean updatableInPlace(int in, int out) {
+        if (ir.slots.get(out).origin() != Flatten.Origin.STEP || root(out) != out || ir.slots.get(in).origin() != Flatten.Origin.INPUT) return false;
+        int returned = 0;
+        for (int o : ir.outputs) {
+            if (root(o) == in) return false;
+            if (root(o) == out) returned++;
+        }
+        if (returned != 1) return false;
+        int p = -1;
+        for (int i = 0; i < ops.size(); i++) for (int o : ops.get(i).outs()) if (o == out) p = i;
+        if (p < 0) return false;
+        for (int i = 0; i < ops.size(); i++) {
+            boolean reads = false;
+            for (int a : ops.get(i).args()) reads |= root(a) == in;
+            if (reads && (i > p || i == p && !readsBeforeWriting(ops.get(i), in, out))) return false;
+            if (i > p && mayThrow(ops.get(i))) return false;
+        }
+        return true;
+    }
+
+    /** Whether fused op {@code op} reads input {@code in} (not as a broadcast) only up to its first write of output {@code out}. */
+    private static boolean readsBeforeWriting(Op op, int in, int out) {
+        Fusion.Group g = op.group();
+        if (g == null || !op.also().isEmpty()) return false;
+        for (Fusion.Leaf lf : g.leaves()) if (lf.src() == in) return false;
+        int inAt = -1, outAt = -1;
+        for (int j = 0; j < g.inputs().length; j++) if (g.inputs()[j] == in) inAt = g.regs() + j;
+        for (int j = 0; j < g.outs().length; j++) if (g.outs()[j] == out) outAt = g.regs() + g.inputs().length + j;
+        if (inAt < 0 || outAt < 0) return false;
+        boolean written = false;
+        for (int[] c : g.code()) {
+            if (written && (c[2] == inAt || c[3] == inAt)) return false;
+            written |= c[1] == outAt;
+        }
+        return true;
+    }
+
+    /** Whether a step can throw while running: index instructions (out-of-range traps) and generic fallbacks. */
+    private boolean mayThrow(Op op) {
+        if (op.group() != null || op.pass() != RowPass.NONE) return false;
+        return switch (op.step().instr()) {
+            case Instr.Gather _, Instr.TakeAlongAxis _, Instr.SetRows _, Instr.ScatterAdd _, Instr.ScatterAlongAxis _ -> true;
+            case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Neg _, Instr.Sqrt _, Instr.Add _, Instr.Sub _, Instr.Mul _,
+                 Instr.Div _, Instr.Maximum _, Instr.Exp _, Instr.Log _, Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _,
+                 Instr.Reciprocal _, Instr.Silu _, Instr.Gelu _, Instr.Relu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _,
+                 Instr.Requant _, Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.Matmul _, Instr.Reshape _,
+                 Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _, Instr.Softmax _, Instr.RmsNorm _,
+                 Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _, Instr.AttentionProbs _,
+                 Instr.AttentionProduct _ -> !Lower.isNative(op, ir.slots);     // a generic fallback may throw what the interpreter throws
+        };
     }
 
     /**
@@ -773,6 +850,9 @@ public final class Plan {
      * fresh Tensor. PlanError if {@code name} is not carried or has no value yet.
      */
     public synchronized Tensor get(String name) { return carrying(name).get(name); }
+
+    /** How many carried inputs share their buffer with the output feeding them, so nothing is copied per run (read by tests and the bench's profile). */
+    public synchronized int carriedInPlace() { return carry == null ? 0 : carry.inPlace(); }
 
     /** The carried input names, in designation order (empty when nothing is carried; read by tests). */
     public synchronized List<String> carried() {
