@@ -124,6 +124,28 @@ public final class Matmul {
         else Parallel.forEach(g.tasks(), work, task);
     }
 
+    /**
+     * Several products that share their left operand, out_t = A · B_t for t &lt; bs.length (one
+     * batch element: A [m, k] or, {@code transA}, [k, m]; B_t [k, ns[t]] or, {@code transB},
+     * [ns[t], k]; out_t [m, ns[t]]), each output's bits those of {@link #sgemm} on its own (every
+     * element's fma chain is the same: same K blocks, same kernels). The work is one product over
+     * all the outputs' column panels: A is packed (or read in place) once per row block for all of
+     * them, not once per product (the q/k/v projections and their weight gradients, the FFN's gate
+     * and up: bench/RESULTS.md, session 8).
+     */
+    public static void sgemmShared(float[] a, boolean transA, float[][] bs, boolean transB, float[][] outs, int m, int k, int[] ns) {
+        long work = 0;
+        int panels = 0;
+        for (int n : ns) { work += (long) m * k * n; panels += (n + Vec.NRF - 1) / Vec.NRF; }
+        boolean each = !VECTOR || m == 0 || k == 0;
+        for (int n : ns) each |= n == 0 || (long) m * k * n < SMALL;
+        if (each) {                                      // the cases sgemm treats apart (no product, the scalar loop)
+            for (int t = 0; t < bs.length; t++) sgemm(a, transA, bs[t], transB, outs[t], 1, m, k, ns[t]);
+            return;
+        }
+        Vec.sharedAF32(a, transA, bs, transB, outs, m, k, ns, panels, work);
+    }
+
     /** The F64 twin of {@link #sgemm}. */
     public static void dgemm(double[] a, boolean transA, double[] b, boolean transB, double[] out, int batch, int m, int k, int n) {
         if (batch == 0 || m == 0 || n == 0) return;
@@ -265,16 +287,25 @@ public final class Matmul {
          */
         static void rowBlockF32(float[] a, boolean transA, float[] out, int bt, int m, int k, int n, int ic, int mc, int pc, int kc,
                                 int j0, int j1, AForm form, float[] pb, ScratchF s) {
+            rowBlockF32(a, transA, out, bt, m, k, n, ic, mc, pc, kc, j0, j1, form, pb, 0, true, s);
+        }
+
+        /**
+         * {@link #rowBlockF32} with B's panels at pb[pbOff …], and A packed into s only when
+         * {@code packA} (else s already holds this block's A: {@link #sgemmShared}'s later products).
+         */
+        static void rowBlockF32(float[] a, boolean transA, float[] out, int bt, int m, int k, int n, int ic, int mc, int pc, int kc,
+                                int j0, int j1, AForm form, float[] pb, int pbOff, boolean packA, ScratchF s) {
             int aBase = bt * m * k, oBase = bt * m * n, panels = (j1 - j0 + NRF - 1) / NRF;
             boolean load = pc > 0;
             int aNeed = (form == AForm.PACKED ? roundUp(mc, MR) : MR) * kc;
             if (s.a.length < aNeed) s.a = new float[aNeed];
             float[] pa = s.a, tile = s.tile;
             int full = mc / MR * MR;
-            if (form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
-            else if (full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
+            if (packA && form == AForm.PACKED) packAF32(a, transA, aBase, m, k, ic, mc, pc, kc, pa);
+            else if (packA && full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
             for (int jp = 0; jp < panels; jp++) {
-                int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = jp * kc * NRF;
+                int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = pbOff + jp * kc * NRF;
                 for (int ip = 0; ip * MR < mc; ip++) {
                     int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i);
                     // Edge tiles (padding rows or lanes) run on the scratch tile; only their real part reaches out.
@@ -296,6 +327,43 @@ public final class Matmul {
         static void negZeroF32(float[] c, int co, int ldc) {
             FloatVector z = FloatVector.broadcast(FS, -0.0f);
             for (int r = 0, o = co; r < MR; r++, o += ldc) { z.intoArray(c, o); z.intoArray(c, o + FL); }
+        }
+
+        /**
+         * {@link Matmul#sgemmShared}'s products: per K block, every B_t packed into one buffer (its
+         * panels after those of B_0 … B_t−1), then blocks of about MC rows, each packing (or reading
+         * in place) its A once and running every output's panels; on several threads, the blocks
+         * are claimed one at a time as in {@link #sharedBF32}.
+         */
+        static void sharedAF32(float[] a, boolean transA, float[][] bs, boolean transB, float[][] outs, int m, int k, int[] ns,
+                               int panels, long work) {
+            int nOut = bs.length, kcStep = Math.min(KC, k);
+            int[] off = new int[nOut + 1];                   // panels before output t
+            for (int t = 0; t < nOut; t++) off[t + 1] = off[t] + (ns[t] + NRF - 1) / NRF;
+            AForm form = aForm(transA, panels, k);
+            boolean parallel = work >= PARALLEL_MIN && Parallel.threads() > 1;
+            int tr = parallel ? Parallel.threads() : 1, nb = roundUp(Math.max((m + MC - 1) / MC, tr), tr);
+            int mcStep = parallel ? roundUp((m + nb - 1) / nb, MR) : mcStep(m), blocks = (m + mcStep - 1) / mcStep;
+            ScratchF mine = ScratchF.get();
+            if (mine.b.length < panels * NRF * kcStep) mine.b = new float[panels * NRF * kcStep];
+            float[] pb = mine.b;
+            for (int pc = 0; pc < k; pc += kcStep) {
+                int kc = Math.min(kcStep, k - pc), pcf = pc;
+                java.util.function.IntConsumer pack = t -> packBF32(bs[t], transB, 0, k, ns[t], pcf, kc, 0, ns[t], pb, off[t] * kc * NRF);
+                java.util.function.IntConsumer block = blk -> {
+                    int ic = blk * mcStep, mc = Math.min(mcStep, m - ic);
+                    ScratchF s = ScratchF.get();
+                    for (int t = 0; t < nOut; t++)
+                        rowBlockF32(a, transA, outs[t], 0, m, k, ns[t], ic, mc, pcf, kc, 0, ns[t], form, pb, off[t] * kc * NRF, t == 0, s);
+                };
+                if (parallel) {
+                    Parallel.forEach(nOut, work, pack);
+                    Parallel.forEach(blocks, work, block);
+                } else {
+                    for (int t = 0; t < nOut; t++) pack.accept(t);
+                    for (int blk = 0; blk < blocks; blk++) block.accept(blk);
+                }
+            }
         }
 
         /** pa[ip][p][r] = A(ic + ip·MR + r, pc + p), zero past row ic + mc. */

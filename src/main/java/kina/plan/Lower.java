@@ -264,6 +264,19 @@ final class Lower {
         int r = os.rank(), batch = prod(os, 0, r - 2), m = (int) os.dim(r - 2), nn = (int) os.dim(r - 1);
         int k = (int) (op.transA() ? as.dim(r - 2) : as.dim(r - 1));
         boolean ta = op.transA(), tb = op.transB();
+        if (!op.also().isEmpty()) {                      // Plan.sharedOperands: one A, a B and an output per product
+            int nOut = args.length - 1;
+            float[][] bs = new float[nOut][], ys = new float[nOut][];
+            int[] ns = new int[nOut];
+            for (int t = 0; t < nOut; t++) {
+                int o = t == 0 ? out : op.also().get(t - 1).out();
+                bs[t] = f(args[1 + t]);
+                ys[t] = f(o);
+                ns[t] = (int) type(o).shape().dim(r - 1);
+            }
+            float[] a = f(args[0]);
+            return () -> Matmul.sgemmShared(a, ta, bs, tb, ys, m, k, ns);
+        }
         if (f32(out)) {
             float[] a = f(args[0]), b = f(args[1]), y = f(out);
             return () -> Matmul.sgemm(a, ta, b, tb, y, batch, m, k, nn);

@@ -120,7 +120,7 @@ public final class Plan {
         List<Op> folded = folded(live, ir);
         List<Op> fused = fuse ? Fusion.fuse(qkSoftmaxGrads(softmaxGrads(folded, ir), ir), ir) : folded;
         // attendedOnly checks the readers of the final schedule: it must stay the last pass.
-        this.ops = share ? attendedOnly(sharedSigmoids(sharedProbs(fused, ir), ir), ir) : fused;
+        this.ops = share ? attendedOnly(sharedOperands(sharedSigmoids(sharedProbs(fused, ir), ir), ir), ir) : fused;
         this.inputSlots = new ArrayList<>(ir.inputs.values());
         long slotSum = 0;
         for (Flatten.Slot sl : ir.slots)
@@ -346,6 +346,67 @@ public final class Plan {
             ops.add(new Op(st, args, ta, tb));
         }
         return ops;
+    }
+
+    /**
+     * Products that share their left operand run as one ({@link kina.eval.Matmul#sgemmShared}: A
+     * packed once for all of them, each output's bits unchanged): F32 matmuls of one batch element
+     * with the same A (one storage and shape, the same transA) and the same transB, whose B is
+     * defined before the first of them. They run where the first ran; only their outputs are
+     * defined earlier, which no reader can tell. The q/k/v projections (A = the normed x) and
+     * their weight gradients (A = x, transposed), the FFN's gate and up and theirs.
+     */
+    static List<Op> sharedOperands(List<Op> ops, Flatten ir) {
+        int n = ops.size();
+        int[] producer = new int[ir.slots.size()];
+        Arrays.fill(producer, -1);
+        for (int i = 0; i < n; i++) for (int o : ops.get(i).outs()) producer[o] = i;
+        Map<String, Integer> open = new java.util.HashMap<>();            // operands → the first product of its group
+        Map<Integer, List<Integer>> groups = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) {
+            Op op = ops.get(i);
+            if (!soleMatmul(op, ir)) continue;
+            int a = op.args()[0];
+            String key = ir.slots.get(a).root() + " " + ir.slots.get(a).type().shape() + " " + op.transA() + " " + op.transB();
+            Integer first = open.get(key);
+            if (first != null && producer[ir.slots.get(op.args()[1]).root()] < first) { groups.get(first).add(i); continue; }
+            open.put(key, i);
+            groups.put(i, new ArrayList<>(List.of(i)));
+        }
+        boolean[] merged = new boolean[n];
+        Map<Integer, Op> at = new java.util.HashMap<>();
+        for (var e : groups.entrySet()) {
+            List<Integer> g = e.getValue();
+            if (g.size() < 2) continue;
+            Op first = ops.get(e.getKey());
+            int[] args = new int[g.size() + 1];
+            args[0] = first.args()[0];
+            List<Flatten.Step> also = new ArrayList<>();
+            for (int t = 0; t < g.size(); t++) {
+                Op m = ops.get(g.get(t));
+                args[1 + t] = m.args()[1];
+                if (t > 0) { also.add(m.step()); merged[g.get(t)] = true; }
+            }
+            at.put(e.getKey(), new Op(first.step(), args, first.transA(), first.transB(), null, also, RowPass.NONE, null, false, false));
+        }
+        List<Op> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) if (!merged[i]) out.add(at.getOrDefault(i, ops.get(i)));
+        return out;
+    }
+
+    /** An F32 matmul of one batch element, on its own (not already sharing anything). */
+    private static boolean soleMatmul(Op op, Flatten ir) {
+        if (op.group() != null || op.pass() != RowPass.NONE || !op.also().isEmpty() || !(op.step().instr() instanceof Instr.Matmul)) return false;
+        TensorType t = ir.slots.get(op.step().out()).type();
+        int r = t.shape().rank();
+        return t.dtype() == DType.F32 && r >= 2 && t.shape().vol() == t.shape().dim(r - 2) * t.shape().dim(r - 1);
+    }
+
+    /** How many products run with others that share their left operand (read by tests). */
+    int sharedOperandProducts() {
+        int c = 0;
+        for (Op op : ops) if (op.group() == null && op.step().instr() instanceof Instr.Matmul && !op.also().isEmpty()) c += 1 + op.also().size();
+        return c;
     }
 
     /**
@@ -948,10 +1009,11 @@ public final class Plan {
     /** Multiply-adds × 2 of one run of a matmul step (0 for any other step). */
     private long matmulFlops(Op op) {
         if (op.group() != null || !(op.step().instr() instanceof Instr.Matmul)) return 0;
-        Shape out = ir.slots.get(op.step().out()).type().shape(), a = ir.slots.get(op.args()[0]).type().shape();
+        Shape a = ir.slots.get(op.args()[0]).type().shape();
         int r = a.rank();
-        long k = op.transA() ? a.dim(r - 2) : a.dim(r - 1);
-        return 2 * out.vol() * k;
+        long k = op.transA() ? a.dim(r - 2) : a.dim(r - 1), vol = 0;
+        for (int o : op.outs()) vol += ir.slots.get(o).type().shape().vol();   // with sharedOperands' products
+        return 2 * vol * k;
     }
 
     /** "matmul B×M×K×N NN|TN|NT|TT" of a matmul step: the operand layouts the kernel reads. */
@@ -959,7 +1021,9 @@ public final class Plan {
         Shape out = ir.slots.get(op.step().out()).type().shape(), a = ir.slots.get(op.args()[0]).type().shape();
         int r = out.rank();
         long m = out.dim(r - 2), n = out.dim(r - 1), k = op.transA() ? a.dim(r - 2) : a.dim(r - 1);
-        return String.format(Locale.ROOT, "matmul %dx%dx%dx%d %s%s", out.vol() / (m * n), m, k, n,
+        StringBuilder ns = new StringBuilder().append(n);
+        for (Flatten.Step s : op.also()) ns.append('+').append(ir.slots.get(s.out()).type().shape().dim(r - 1));
+        return String.format(Locale.ROOT, "matmul %dx%dx%dx%s %s%s", out.vol() / (m * n), m, k, ns,
                 op.transA() ? "T" : "N", op.transB() ? "T" : "N");
     }
 
