@@ -11,9 +11,10 @@ import kina.ir.TensorType;
 /**
  * The carried state of a {@link Plan} (see {@link Plan#carry}): for each carried input, the output
  * it is fed from and its value between runs, in a buffer of the plan's kind (float[] for F32)
- * outside the arena. Where the plan allows it (Plan.updatableInPlace: the output's producer is the
- * input's last reader and reads each element before overwriting it, and nothing after it can
- * throw), the input and the output both live in that buffer, pinned outside the arena: the run
+ * outside the arena. Where the plan allows it (Plan.updatableInPlace: no reader of the input runs
+ * after the output's producer, which, if it reads the input, reads each element before
+ * overwriting it; neither it nor anything after it can throw), the input and the output both live
+ * in that buffer, outside the arena: the run
  * updates it in place and nothing is copied ({@code inPlace}). Otherwise the arena's input buffer
  * is reused for other values during a run, so the value is copied in at the start of a run and the
  * output copied out at the end: two array copies, no Tensor, no conversion. (medium's train step
@@ -87,14 +88,14 @@ final class Carry {
     }
 
     /** Marks the slots whose buffer is a carried value's own (both slots of each in-place pair). */
-    void pinnedSlots(boolean[] pinned) {
-        for (Entry e : byName.values()) if (e.inPlace()) { pinned[e.input()] = true; pinned[e.outputSlot()] = true; }
+    void inPlaceSlots(boolean[] slots) {
+        for (Entry e : byName.values()) if (e.inPlace()) { slots[e.input()] = true; slots[e.outputSlot()] = true; }
     }
 
-    /** The buffer of a pinned slot (see {@link #pinnedSlots}): the carried value it holds. */
-    Object pinnedBuffer(int slot) {
+    /** The buffer of an in-place slot (see {@link #inPlaceSlots}): the carried value it holds. */
+    Object inPlaceBuffer(int slot) {
         for (Entry e : byName.values()) if (e.inPlace() && (e.input() == slot || e.outputSlot() == slot)) return e.value();
-        throw new IllegalStateException("slot " + slot + " is not pinned");
+        throw new IllegalStateException("slot " + slot + " is not updated in place");
     }
 
     /** How many carried inputs are updated in place (read by tests and the bench's profile). */

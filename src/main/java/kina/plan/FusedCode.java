@@ -32,9 +32,9 @@ import kina.ir.DType;
  * {@code lanewise(SQRT)}, {@code intoArray}) on the same operands in the same order, element by
  * element; only when values are loaded and stored moves (per vector instead of per chunk), which
  * for elementwise work at one index changes nothing. Each read of an input or output location
- * loads it from its buffer at that point, as the chunked pass does, so buffers shared by the
- * arena keep their meaning. The caller runs the tail (fewer than a vector's lanes) through the
- * chunked pass.
+ * loads it from its buffer at that point, as the chunked pass does, so an output written over an
+ * input (a carried value updated in place, Plan.carry) reads the same values in both. The caller
+ * runs the tail (fewer than a vector's lanes) through the chunked pass.
  *
  * <p>A broadcast read in place ({@link Fusion.Leaf}) is supported when a vector of lanes starting
  * at a multiple of the lane count reads one source value ({@code inner} a multiple of the lanes:
@@ -63,6 +63,13 @@ final class FusedCode {
      */
     static volatile int minElements = 1 << 14;
 
+    /**
+     * Most instructions compiled (about 20 bytes of bytecode each): C2 does not compile a method past
+     * 8000 bytes (HugeMethodLimit), and an interpreted Vector API loop is far slower than the
+     * chunked pass. The train steps' groups have at most 17.
+     */
+    static final int MAX_CODE = 200;
+
     /** Off with -Dkina.fusedCode=false (the chunked pass for every group: A/B measurements). */
     private static final boolean ENABLED = !"false".equals(System.getProperty("kina.fusedCode"));
 
@@ -70,7 +77,7 @@ final class FusedCode {
 
     /** The compiled loop of {@code g}, or null where the chunked pass must run it (F64, too small, a leaf not read by whole vectors). */
     static Body of(Fusion.Group g) {
-        if (!ENABLED || g.dtype() != DType.F32 || g.n() < minElements) return null;
+        if (!ENABLED || g.dtype() != DType.F32 || g.n() < minElements || g.code().length > MAX_CODE) return null;
         for (Fusion.Leaf lf : g.leaves())
             if (!lf.scalar() && lf.inner() % Fusion.FL != 0 && !(lf.inner() == 1 && lf.mid() % Fusion.FL == 0)) return null;
         StringBuilder key = new StringBuilder().append(g.regs()).append('/').append(g.inputs().length).append('/').append(g.outs().length);

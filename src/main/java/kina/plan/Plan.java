@@ -104,7 +104,7 @@ public final class Plan {
     private Object[] slotBuf;
     private Arena arena;
     private int[] bufOf;                              // arena buffer per slot; -1: none (unread, a view, a constant, or pinned)
-    private boolean[] pinned;                         // slots held in a carried value's own buffer (Carry.inPlace), not the arena
+    private boolean[] inPlaceSlots;                   // slots held in a carried value's own buffer (Carry.inPlace), not the arena
     private long arenaBytes, peakLiveBytes;
     private final long slotBytes;
     private int arenaBuffers;
@@ -131,10 +131,11 @@ public final class Plan {
     }
 
     /**
-     * Liveness and the arena's layout (the buffer of every slot), leaving the {@code pinned} slots
-     * out: their buffers are carried values' own (see {@link #carry}).
+     * Liveness and the arena's layout (the buffer of every slot), leaving the {@code inPlace} slots
+     * out: their buffers are carried values' own (see {@link #carry}). Drops the bound kernels and
+     * buffers (bound again on the next run), so the old arena can go before the new one is made.
      */
-    private void layout(boolean[] pinned) {
+    private void layout(boolean[] inPlace) {
         // ---- liveness: def and last read of every storage (root slot) ----
         int nSlots = ir.slots.size(), n = ops.size();
         int[] def = new int[nSlots], last = new int[nSlots];
@@ -155,14 +156,14 @@ public final class Plan {
         for (int i = 0; i <= n; i++) dying.add(new ArrayList<>());
         long liveNow = 0, peak = 0;
         for (int s : inputSlots) {                       // defined before step 0; an unread input needs no buffer
-            if (last[s] < 0 || pinned[s]) continue;
+            if (last[s] < 0 || inPlace[s]) continue;
             bufOf[s] = arena.take(ir.slots.get(s).type());
             dying.get(last[s]).add(s);
             liveNow += bytes(ir.slots.get(s).type());
         }
         for (int i = 0; i < n; i++) {
             for (int s : ops.get(i).outs()) {
-                if (pinned[s]) continue;
+                if (inPlace[s]) continue;
                 bufOf[s] = arena.take(ir.slots.get(s).type());   // never an operand's buffer: those are released after
                 dying.get(last[s]).add(s);
                 liveNow += bytes(ir.slots.get(s).type());
@@ -173,10 +174,11 @@ public final class Plan {
         this.peakLiveBytes = peak;
         this.arena = arena;
         this.bufOf = bufOf;
-        this.pinned = pinned;
+        this.inPlaceSlots = inPlace;
         this.arenaBytes = arena.bytes();
         this.arenaBuffers = arena.sizes.size();
         this.kernels = null;                             // bound again, to these buffers, on the next run
+        this.slotBuf = null;
     }
 
     /** Allocates the arena and constants and binds every kernel to its buffers: once, on the first run. */
@@ -188,7 +190,7 @@ public final class Plan {
         for (int s = 0; s < nSlots; s++) {
             Flatten.Slot sl = ir.slots.get(s);
             switch (sl.origin()) {
-                case INPUT, STEP -> bufs[s] = pinned[s] ? carry.pinnedBuffer(s) : bufOf[s] >= 0 ? buffers.get(bufOf[s]) : null;
+                case INPUT, STEP -> bufs[s] = inPlaceSlots[s] ? carry.inPlaceBuffer(s) : bufOf[s] >= 0 ? buffers.get(bufOf[s]) : null;
                 case CONST -> {
                     Flatten.Const c = ir.constants.get(s);
                     int size = (int) sl.type().shape().vol();
@@ -753,7 +755,7 @@ public final class Plan {
     synchronized void poisonArena() {
         if (kernels == null) materialize();
         for (int s = 0; s < slotBuf.length; s++) {
-            if (ir.slots.get(s).origin() != Flatten.Origin.STEP || pinned[s]) continue;   // a pinned slot holds a carried value
+            if (ir.slots.get(s).origin() != Flatten.Origin.STEP || inPlaceSlots[s]) continue;   // it holds a carried value
             switch (slotBuf[s]) {
                 case float[] f -> Arrays.fill(f, Float.NaN);
                 case double[] d -> Arrays.fill(d, Double.NaN);
@@ -833,9 +835,9 @@ public final class Plan {
      */
     public synchronized void carry(Map<String, Integer> inputToOutput) {
         carry = inputToOutput.isEmpty() ? null : new Carry(ir, inputToOutput, this::updatableInPlace);
-        boolean[] pin = new boolean[ir.slots.size()];
-        if (carry != null) carry.pinnedSlots(pin);
-        layout(pin);
+        boolean[] inPlace = new boolean[ir.slots.size()];
+        if (carry != null) carry.inPlaceSlots(inPlace);
+        layout(inPlace);                                 // a new designation gets new values: always rebound
     }
 
     /**
@@ -844,8 +846,9 @@ public final class Plan {
      * (not a view, not returned twice); every reader of in runs no later than out's producer P,
      * and P, if it reads in itself, is a fused group that writes out only after its last read of
      * in (its passes read and write index by index: an element is read before it is overwritten);
-     * in is not also an output; and no step after P can throw (index traps, fallbacks), so that a
-     * run that throws leaves the carried values as they were, as {@link #carry} promises.
+     * in is not also an output; and neither P nor any step after it can throw (index traps,
+     * fallbacks), so that a run that throws leaves the carried values as they were, as
+     * {@link #carry} promises.
      */
     private boolean updatableInPlace(int in, int out) {
         if (ir.slots.get(out).origin() != Flatten.Origin.STEP || root(out) != out || ir.slots.get(in).origin() != Flatten.Origin.INPUT) return false;
@@ -857,7 +860,7 @@ public final class Plan {
         if (returned != 1) return false;
         int p = -1;
         for (int i = 0; i < ops.size(); i++) for (int o : ops.get(i).outs()) if (o == out) p = i;
-        if (p < 0) return false;
+        if (p < 0 || mayThrow(ops.get(p))) return false;  // (it would write the value, then throw)
         for (int i = 0; i < ops.size(); i++) {
             boolean reads = false;
             for (int a : ops.get(i).args()) reads |= root(a) == in;
@@ -868,10 +871,10 @@ public final class Plan {
     }
 
     /** Whether fused op {@code op} reads input {@code in} (not as a broadcast) only up to its first write of output {@code out}. */
-    private static boolean readsBeforeWriting(Op op, int in, int out) {
+    private boolean readsBeforeWriting(Op op, int in, int out) {
         Fusion.Group g = op.group();
         if (g == null || !op.also().isEmpty()) return false;
-        for (Fusion.Leaf lf : g.leaves()) if (lf.src() == in) return false;
+        for (Fusion.Leaf lf : g.leaves()) if (ir.slots.get(lf.src()).root() == in) return false;
         int inAt = -1, outAt = -1;
         for (int j = 0; j < g.inputs().length; j++) if (g.inputs()[j] == in) inAt = g.regs() + j;
         for (int j = 0; j < g.outs().length; j++) if (g.outs()[j] == out) outAt = g.regs() + g.inputs().length + j;

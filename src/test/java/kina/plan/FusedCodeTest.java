@@ -82,7 +82,7 @@ class FusedCodeTest {
             for (int i = 0; i < f.length; i++) f[i] = value(r);
             buf[j] = f;
         }
-        if (alias) buf[nIn] = buf[0];                     // output 0 written over input 0, as the arena may do
+        if (alias) buf[nIn] = buf[0];                     // output 0 written over input 0, as a carried value updated in place is
         for (int j = 0; j < g.leaves().length; j++) {
             float[] f = new float[g.leaves()[j].mid()];
             for (int i = 0; i < f.length; i++) f[i] = value(r);

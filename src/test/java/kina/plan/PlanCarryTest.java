@@ -178,6 +178,35 @@ class PlanCarryTest {
         inPlace(head + "let wt = w.transpose([1, 0]) in let y = g @ wt in let w2 = w - g * w in (w2, y)", Map.of("w", 0), 1);
     }
 
+    /** A trap before an in-place update: the run throws and the carried value is as it was. */
+    @Test void aTrapBeforeAnInPlaceUpdateLeavesTheValue() {
+        Program p = transformed("trap", """
+                let w = tensor<F32, [4, 64], @host> in
+                let g = tensor<F32, [4, 64], @host> in
+                let v = tensor<F32, [4, 64], @host> in
+                let i = tensor<I64, [3], @host> in
+                let y = v.gather(i) in
+                let w2 = w - g * w in
+                (w2, y)
+                """);
+        Plan plan = Plan.compile(p);
+        plan.carry(Map.of("w", 0));
+        assertThat(plan.carriedInPlace()).isEqualTo(1);
+        Map<String, Tensor> in = randomInputs(plan, 4, 3);
+        plan.set("w", in.get("w"));
+        Map<String, Tensor> rest = new HashMap<>(in);
+        rest.remove("w");
+        rest.put("i", Tensor.of(DType.I64, new long[] {3}, 0, 9, 1));
+        assertThatThrownBy(() -> plan.run(rest)).isInstanceOf(EvalError.class);
+        assertBits(List.of(plan.get("w")), List.of(in.get("w")), "after the trap");
+        rest.put("i", Tensor.of(DType.I64, new long[] {3}, 0, 3, 1));
+        Map<String, Tensor> all = new HashMap<>(rest);
+        all.put("w", in.get("w"));
+        Tensor want = interpret(p, all).getFirst();
+        plan.run(rest);
+        assertBits(List.of(plan.get("w")), List.of(want), "after a run");
+    }
+
     private static void inPlace(String src, Map<String, Integer> carry, int expected) {
         Program p = transformed("inplace", src);
         Plan plan = Plan.compile(p);
