@@ -8,7 +8,9 @@
 # which has torch), KINA_CMD / TORCH_CMD (replace either command, e.g. with `echo "kina bench: …"`
 # to test the parsing). Torch runs with OMP_WAIT_POLICY=PASSIVE (no spinning workers on 2 cores).
 # Prints every run's result line, then per side min / median / max ms/step (min of the runs' mins,
-# median of their medians, max of their maxes) and kina/torch for each (> 1: kina is slower).
+# median of their medians, max of their maxes) and kina/torch for each (> 1: kina is slower), and
+# the paired ratios: each round's kina run over the torch run after it, by minima and by medians,
+# and their medians (a slow phase of the host then weighs on both sides of a ratio alike).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 [[ $# -ge 2 && $# -le 3 ]] || { echo "usage: bench/compare.sh CONFIG THREADS [ROUNDS]" >&2; exit 2; }
@@ -50,4 +52,11 @@ for s in ("kina", "torch"):
     print(f"{s:<6} {len(side[s]):>4} " + " ".join(f.format(x) for x in agg[s]))
 k, t = agg["kina"], agg["torch"]
 print(f"{'ratio':<6} {'':>4} {k[0] / t[0]:>9.3f} {k[1] / t[1]:>9.3f} {k[2] / t[2]:>9.3f}  kina/torch (>1: kina slower)")
+# Each round's kina run against the torch run right after it (the same minute of the host's load).
+pairs = list(zip(side["kina"], side["torch"]))
+if pairs:
+    by_min = [a[0] / b[0] for a, b in pairs]
+    by_med = [a[1] / b[1] for a, b in pairs]
+    print(f"{'paired':<6} {len(pairs):>4} {statistics.median(by_min):>9.3f} {statistics.median(by_med):>9.3f} {'':>9}  "
+          f"median of the rounds' ratios (min, median); rounds: " + " ".join(f"{x:.2f}" for x in by_med))
 PY
