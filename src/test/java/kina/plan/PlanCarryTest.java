@@ -160,7 +160,9 @@ class PlanCarryTest {
      * interpreter fed the previous outputs): the update reading its input before writing (in
      * place); the input read after the update writes (in the fused pass: a copy); an index step
      * after the update, which could trap with the update done (a copy); one output feeding two
-     * inputs (copies); an input read by a later matmul (a copy), and by an earlier one (in place).
+     * inputs (copies); an input read by a later matmul (a copy), and by an earlier one (in place);
+     * the output written by a merged product (in place; had z been added to y, the fused add, which
+     * reads w, would run after the product, and the value would be copied).
      * A lone step (not a fused pass) is never updated in place: its kernel is not checked for it.
      */
     @Test void carriedValuesAreUpdatedInPlaceOnlyWhereSafe() {
@@ -176,6 +178,17 @@ class PlanCarryTest {
         inPlace(head + "let w2 = w - g in (w2, v + g)", Map.of("w", 0, "v", 0), 0);
         inPlace(head + "let w2 = w - g in let wt = w.transpose([1, 0]) in let y = g @ wt in (w2, y)", Map.of("w", 0), 0);
         inPlace(head + "let wt = w.transpose([1, 0]) in let y = g @ wt in let w2 = w - g * w in (w2, y)", Map.of("w", 0), 1);
+        // the carried output written by a product merged with another of the same left operand (Plan.sharedOperands)
+        String merged = head + """
+                let s1 = tensor<F32, [64, 64], @host> in
+                let s2 = tensor<F32, [64, 64], @host> in
+                let z = w * v in
+                let w2 = g @ s1 in
+                let y = g @ s2 in
+                (w2, y, z)
+                """;
+        assertThat(Plan.compile(transformed("merged", merged)).sharedOperandProducts()).isEqualTo(2);
+        inPlace(merged, Map.of("w", 0), 1);
     }
 
     /** A trap before an in-place update: the run throws and the carried value is as it was. */
