@@ -11,11 +11,10 @@ import kina.ir.TensorType;
 /**
  * The carried state of a {@link Plan} (see {@link Plan#carry}): for each carried input, the output
  * it is fed from and its value between runs, in a buffer of the plan's kind (float[] for F32)
- * outside the arena. Where the plan allows it (Plan.updatableInPlace: no reader of the input runs
- * after the output's producer, which, if it reads the input, reads each element before
- * overwriting it; neither it nor anything after it can throw), the input and the output both live
- * in that buffer, outside the arena: the run
- * updates it in place and nothing is copied ({@code inPlace}). Otherwise the arena's input buffer
+ * outside the arena. Where the plan allows it (Plan.InPlace: no reader of the input runs after the
+ * output's producer, which, if it reads the input, reads each element before overwriting it;
+ * neither it nor anything after it can throw), the input and the output both live in that buffer:
+ * the run updates it in place and nothing is copied ({@code inPlace}). Otherwise the arena's input buffer
  * is reused for other values during a run, so the value is copied in at the start of a run and the
  * output copied out at the end: two array copies, no Tensor, no conversion. (medium's train step
  * carries 38 MB of weights and moments: the copies took about 8.6 ms a step, 1.2 %.)

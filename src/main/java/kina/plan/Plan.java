@@ -33,9 +33,11 @@ import kina.ir.TensorType;
  * single passes ({@link Fusion}: values read only inside a chain, scalar broadcasts and uniform
  * fills feeding it get no buffer); an attention step writes the backward's attention_probs over
  * the same operands too ({@link #sharedProbs}), a swiglu its gate's sigmoid ({@link #sharedSigmoids});
- * P and ds written at the attended pairs only where no reader looks further ({@link #attendedOnly},
- * the last pass); liveness (the last reader of every storage) and a best-fit arena in which a
- * buffer is handed to a new value only after every reader of the old one has run.
+ * matmuls that share their left operand run as one ({@link #sharedOperands}); P and ds written at
+ * the attended pairs only where no reader looks further ({@link #attendedOnly}, the last pass);
+ * liveness (the last reader of every storage) and a best-fit arena in which a buffer is handed to a
+ * new value only after every reader of the old one has run. Carried values ({@link #carry}) live
+ * outside the arena, updated in place where that is safe ({@link InPlace}).
  *
  * <p>{@link #run} is not reentrant (one arena): calls are serialised.
  */

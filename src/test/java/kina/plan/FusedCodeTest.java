@@ -148,9 +148,13 @@ class FusedCodeTest {
         }
     }
 
-    /** A chain over [300, 1027] (lane tails per range at 2 threads) with a column, a row and a scalar broadcast. */
-    @Test void aLargeChainEqualsTheInterpreterAtTwoThreads() {
-        Program p = transformed("large", """
+    /**
+     * Chains at 1 and 2 threads: over [300, 1032] with a column, a row and a scalar broadcast (whole
+     * vectors only), and over [300, 1027] with a scalar (308,100 elements: the compiled loop, then
+     * the chunked pass for the last 4).
+     */
+    @Test void largeChainsEqualTheInterpreterAtOneAndTwoThreads() {
+        String whole = """
                 let x = tensor<F32, [300, 1032], @host> in
                 let y = tensor<F32, [300, 1032], @host> in
                 let c = tensor<F32, [300, 1], @host> in
@@ -159,13 +163,24 @@ class FusedCodeTest {
                 let u = (x * c.broadcast([300, 1032]) + y).maximum(b.broadcast([300, 1032])) in
                 let v = (u * u + s.broadcast([300, 1032])).sqrt() / (y - x) in
                 (u, -v)
-                """);
-        Plan plan = Plan.compile(p);
-        assertThat(plan.fusedSteps()).isGreaterThanOrEqualTo(6);
-        for (int threads : new int[] {1, 2}) {
-            Parallel.setThreads(threads);
-            Map<String, Tensor> in = randomInputs(plan, 5 * threads, 4);
-            assertBits(plan.run(in), interpret(p, in), "threads " + threads);
+                """;
+        String tail = """
+                let x = tensor<F32, [300, 1027], @host> in
+                let y = tensor<F32, [300, 1027], @host> in
+                let s = tensor<F32, [1, 1], @host> in
+                let u = (x * s.broadcast([300, 1027]) + y).maximum(x) in
+                let v = (u * u + s.broadcast([300, 1027])).sqrt() / (y - x) in
+                (u, -v)
+                """;
+        for (String src : new String[] {whole, tail}) {
+            Program p = transformed("large", src);
+            Plan plan = Plan.compile(p);
+            assertThat(plan.fusedSteps()).isGreaterThanOrEqualTo(6);
+            for (int threads : new int[] {1, 2}) {
+                Parallel.setThreads(threads);
+                Map<String, Tensor> in = randomInputs(plan, 5 * threads, 4);
+                assertBits(plan.run(in), interpret(p, in), "threads " + threads);
+            }
         }
     }
 }
