@@ -25,9 +25,12 @@ import kina.plan.Plan;
 public final class Bench {
     private Bench() {}
 
-    /** The timings of one bench run; {@code profile} is empty unless asked for (plan engine only). */
+    /**
+     * The timings of one bench run; {@code profile} is empty unless asked for (plan engine only);
+     * {@code stepMs} holds every timed step's milliseconds in the order they ran.
+     */
     public record Result(Config config, int batch, int threads, Trainer.Engine engine, int steps, double minMs, double medianMs,
-                         double maxMs, List<String> profile) {
+                         double maxMs, List<String> profile, double[] stepMs) {
         /**
          * The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=…
          * max=… tokens/s=… peak_rss_mb=…}; the last field (the process's peak resident set, as bench/torch_reference.py
@@ -39,6 +42,13 @@ public final class Bench {
             return String.format(Locale.ROOT, "kina bench: config=%s batch=%d threads=%d engine=%s steps=%d ms/step min=%s median=%s max=%s tokens/s=%.0f",
                     config.name(), batch, threads, engine.name().toLowerCase(Locale.ROOT), steps, ms(minMs, config.toy()), ms(medianMs, config.toy()), ms(maxMs, config.toy()), tokensPerSecond)
                     + (rssKb > 0 ? String.format(Locale.ROOT, " peak_rss_mb=%.0f", rssKb / 1024.0) : "");
+        }
+
+        /** {@code steps_ms: t1 t2 …}: every timed step in the order it ran (shows whether slow steps come in phases). */
+        public String stepsLine() {
+            StringBuilder b = new StringBuilder("steps_ms:");
+            for (double v : stepMs) b.append(' ').append(ms(v, config.toy()));
+            return b.toString();
         }
     }
 
@@ -124,7 +134,7 @@ public final class Bench {
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
         if (plan != null && profile) prof.addFirst("warm-up: " + warm + " train steps; times below summed over the " + steps + " timed ones");
-        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
+        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms);
     }
 
     /**
@@ -178,7 +188,7 @@ public final class Bench {
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
-        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof);
+        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms);
     }
 
     /**

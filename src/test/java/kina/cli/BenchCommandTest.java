@@ -24,6 +24,18 @@ class BenchCommandTest {
         assertThat(r.out()).contains("profile: warm-up: 2 train steps").contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
     }
 
+    @Test void stepTimesListEveryTimedStepInOrder() {
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "3", "--batch", "1", "--threads", "1", "--warmup-seconds", "0", "--step-times");
+        assertThat(r.code()).as(r.err()).isZero();
+        java.util.List<String> lines = r.out().lines().toList();
+        assertThat(lines).hasSize(2);
+        assertThat(lines.get(1)).matches("  steps_ms: \\d+\\.\\d \\d+\\.\\d \\d+\\.\\d");
+        // the result line's min and max are the smallest and largest of the listed steps
+        double[] ms = java.util.Arrays.stream(lines.get(1).strip().substring("steps_ms: ".length()).split(" ")).mapToDouble(Double::parseDouble).toArray();
+        assertThat(lines.get(0)).contains("min=" + String.format(java.util.Locale.ROOT, "%.1f", java.util.Arrays.stream(ms).min().orElseThrow()))
+                .contains("max=" + String.format(java.util.Locale.ROOT, "%.1f", java.util.Arrays.stream(ms).max().orElseThrow()));
+    }
+
     @Test void anUnknownEngineIsOneLine() {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--engine", "gpu");
         assertThat(r.code()).isEqualTo(1);
