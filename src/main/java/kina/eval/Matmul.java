@@ -380,10 +380,13 @@ public final class Matmul {
                         for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
                         for (int r = rows; r < MR; r++) pa[dst + r] = 0f;
                     }
-                } else if (rows == MR) {                        // p outer: contiguous writes, MR read streams
-                    int s0 = aBase + i * k + pc, s1 = s0 + k, s2 = s1 + k, s3 = s2 + k, s4 = s3 + k;
-                    for (int dst = base, end = base + kc * MR, p = 0; dst < end; dst += MR, p++) {
-                        pa[dst] = a[s0 + p]; pa[dst + 1] = a[s1 + p]; pa[dst + 2] = a[s2 + p]; pa[dst + 3] = a[s3 + p]; pa[dst + 4] = a[s4 + p];
+                } else if (rows == MR) {
+                    // Row by row: one read stream, stores MR apart into the panel (kc·MR floats, in L1). Walking p
+                    // outside (MR read streams k apart, contiguous stores) ran 2–2.5× slower: 0.86 against 0.34 ns
+                    // per element at k = 256, 1.74 against 0.77 at k = 688 (bench/RESULTS.md §2, session 9).
+                    for (int r = 0; r < MR; r++) {
+                        int src = aBase + (i + r) * k + pc;
+                        for (int p = 0, dst = base + r; p < kc; p++, dst += MR) pa[dst] = a[src + p];
                     }
                 } else {
                     for (int r = 0; r < rows; r++) {
@@ -581,10 +584,11 @@ public final class Matmul {
                         for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
                         for (int r = rows; r < MR; r++) pa[dst + r] = 0d;
                     }
-                } else if (rows == MR) {                        // p outer: contiguous writes, MR read streams
-                    int s0 = aBase + i * k + pc, s1 = s0 + k, s2 = s1 + k, s3 = s2 + k, s4 = s3 + k;
-                    for (int dst = base, end = base + kc * MR, p = 0; dst < end; dst += MR, p++) {
-                        pa[dst] = a[s0 + p]; pa[dst + 1] = a[s1 + p]; pa[dst + 2] = a[s2 + p]; pa[dst + 3] = a[s3 + p]; pa[dst + 4] = a[s4 + p];
+                } else if (rows == MR) {
+                    // Row by row, as packAF32 does (one read stream; stores MR apart into the panel).
+                    for (int r = 0; r < MR; r++) {
+                        int src = aBase + (i + r) * k + pc;
+                        for (int p = 0, dst = base + r; p < kc; p++, dst += MR) pa[dst] = a[src + p];
                     }
                 } else {
                     for (int r = 0; r < rows; r++) {
