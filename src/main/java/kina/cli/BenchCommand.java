@@ -20,7 +20,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
     @Option(names = "--engine", defaultValue = "plan", description = "plan or interpreter (default: ${DEFAULT-VALUE}).") String engine;
     @Option(names = "--warmup-seconds", paramLabel = "SECONDS", defaultValue = "5", description = "Warm-up time before the timed steps, for the JIT to compile the kernels (default: ${DEFAULT-VALUE}; at least 2 steps either way).") double warmup;
-    @Option(names = "--step-times", description = "After the result line, every timed step's milliseconds in order.") boolean stepTimes;
+    @Option(names = "--step-times", description = "After the result line, every timed step's milliseconds in order, and the JIT's compilation time during each.") boolean stepTimes;
     @Option(names = "--profile", description = "After the result line, the time by instruction kind (plan engine).") boolean profile;
     @Option(names = "--scaling", description = "Instead: time transform_ad and planning of medium-like train steps of 1 to 32 layers.") boolean scaling;
     @Mixin Main.Common common;
@@ -40,7 +40,10 @@ final class BenchCommand implements Callable<Integer> {
         Bench.Result r = Bench.run(c, batch, steps, th, Trainer.Engine.parse(engine), profile, (long) (warmup * 1e9));
         java.io.PrintWriter out = spec.commandLine().getOut();
         out.println(r.line());
-        if (stepTimes) out.println("  " + r.stepsLine());
+        if (stepTimes) {
+            out.println("  " + r.stepsLine());
+            if (r.jitLine() != null) out.println("  " + r.jitLine());
+        }
         for (String l : r.profile()) out.println("  profile: " + l);
         if (profile && r.profile().isEmpty()) out.println("  profile: only the plan engine is profiled");
         out.flush();

@@ -27,10 +27,11 @@ public final class Bench {
 
     /**
      * The timings of one bench run; {@code profile} is empty unless asked for (plan engine only);
-     * {@code stepMs} holds every timed step's milliseconds in the order they ran.
+     * {@code stepMs} holds every timed step's milliseconds in the order they ran, {@code jitMs} the JIT's
+     * compilation time during each (empty where the JVM does not tell it).
      */
     public record Result(Config config, int batch, int threads, Trainer.Engine engine, int steps, double minMs, double medianMs,
-                         double maxMs, List<String> profile, double[] stepMs) {
+                         double maxMs, List<String> profile, double[] stepMs, double[] jitMs) {
         /**
          * The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=…
          * max=… tokens/s=… peak_rss_mb=…}; the last field (the process's peak resident set, as bench/torch_reference.py
@@ -50,6 +51,17 @@ public final class Bench {
             for (double v : stepMs) b.append(' ').append(ms(v, config.toy()));
             return b.toString();
         }
+
+        /**
+         * {@code jit_ms: c1 c2 …}: the JIT compilers' time during each timed step (their threads share the
+         * cores with the step), or null where the JVM does not tell it.
+         */
+        public String jitLine() {
+            if (jitMs.length == 0) return null;
+            StringBuilder b = new StringBuilder("jit_ms:");
+            for (double v : jitMs) b.append(' ').append(String.format(Locale.ROOT, "%.0f", v));
+            return b.toString();
+        }
     }
 
     /** The process's peak resident set in KiB (VmHWM of /proc/self/status), or -1 where there is none (not Linux). */
@@ -62,6 +74,11 @@ public final class Bench {
         }
         return -1;
     }
+
+    private static final java.lang.management.CompilationMXBean JIT = java.lang.management.ManagementFactory.getCompilationMXBean();
+
+    /** The JIT compilers' accumulated time in ms (0 where the JVM does not monitor it). */
+    static long jitMillis() { return JIT != null && JIT.isCompilationTimeMonitoringSupported() ? JIT.getTotalCompilationTime() : 0; }
 
     /** Warm-up steps at least (the first runs also bind the plan's buffers)… */
     public static final int WARMUP = 2;
@@ -106,7 +123,7 @@ public final class Bench {
         Trainer.zeroMoments(c, opt).forEach(step::set);
         Tensor[] tables = Trainer.ropeTables(c);
         SplittableRandom rng = new SplittableRandom(42);
-        double[] ms = new double[steps];
+        double[] ms = new double[steps], jit = new double[JIT != null && JIT.isCompilationTimeMonitoringSupported() ? steps : 0];
         long warmFrom = System.nanoTime();               // elapsed time is compared: a huge warm-up must not overflow
         int warm = -1;                                   // steps of warm-up, once they are over
         for (int s = 0; warm < 0 || s < warm + steps; s++) {
@@ -124,17 +141,18 @@ public final class Bench {
             in.put("lr", Trainer.scalar(1e-3));
             in.put("bc1", Trainer.scalar(1 / (1 - Math.pow(opt.beta1(), s + 1))));
             in.put("bc2", Trainer.scalar(1 / (1 - Math.pow(opt.beta2(), s + 1))));
-            long t0 = System.nanoTime();
+            long c0 = jitMillis(), t0 = System.nanoTime();
             step.run(in);
             long t1 = System.nanoTime();
             if (warm >= 0) ms[s - warm] = (t1 - t0) / 1e6;
+            if (warm >= 0 && jit.length > 0) jit[s - warm] = jitMillis() - c0;
         }
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
         if (plan != null && profile) prof.addFirst("warm-up: " + warm + " train steps; times below summed over the " + steps + " timed ones");
-        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms);
+        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
 
     /**
@@ -188,7 +206,7 @@ public final class Bench {
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
-        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms);
+        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, new double[0]);
     }
 
     /**

@@ -24,11 +24,12 @@ class BenchCommandTest {
         assertThat(r.out()).contains("profile: warm-up: 2 train steps").contains("profile: matmul").containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
     }
 
-    @Test void stepTimesListEveryTimedStepInOrder() {
+    @Test void stepTimesListEveryTimedStepInOrderAndItsJitTime() {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "3", "--batch", "1", "--threads", "1", "--warmup-seconds", "0", "--step-times");
         assertThat(r.code()).as(r.err()).isZero();
         java.util.List<String> lines = r.out().lines().toList();
-        assertThat(lines).hasSize(2);
+        assertThat(lines).hasSize(3);                     // HotSpot tells the JIT's time
+        assertThat(lines.get(2)).matches("  jit_ms: \\d+ \\d+ \\d+");
         assertThat(lines.get(1)).matches("  steps_ms: \\d+\\.\\d \\d+\\.\\d \\d+\\.\\d");
         // the result line's min and max are the smallest and largest of the listed steps
         double[] ms = java.util.Arrays.stream(lines.get(1).strip().substring("steps_ms: ".length()).split(" ")).mapToDouble(Double::parseDouble).toArray();
