@@ -73,7 +73,19 @@ final class FusedCode {
     /** Off with -Dkina.fusedCode=false (the chunked pass for every group: A/B measurements). */
     private static final boolean ENABLED = !"false".equals(System.getProperty("kina.fusedCode"));
 
+    /**
+     * The compiled groups by their code and leaf shapes: identical groups (every layer's, every plan's)
+     * share one class. Bounded: past {@link #cacheLimit} entries it starts over, so a process that plans
+     * many different programs (a test run, a long-lived host) does not keep every class alive; plans
+     * hold their own bodies, and a hidden class no plan uses can be unloaded.
+     */
     private static final Map<String, Body> CACHE = new ConcurrentHashMap<>();
+
+    /** Most cached classes (a train step has a few dozen distinct groups); not final so tests can lower it. */
+    static volatile int cacheLimit = 1024;
+
+    /** How many compiled groups the cache holds now. */
+    static int cached() { return CACHE.size(); }
 
     /** The compiled loop of {@code g}, or null where the chunked pass must run it (F64, too small, a leaf not read by whole vectors). */
     static Body of(Fusion.Group g) {
@@ -83,7 +95,11 @@ final class FusedCode {
         StringBuilder key = new StringBuilder().append(g.regs()).append('/').append(g.inputs().length).append('/').append(g.outs().length);
         for (Fusion.Leaf lf : g.leaves()) key.append(lf.scalar() ? "/s" : "/" + lf.inner() + "x" + lf.mid());
         for (int[] c : g.code()) key.append(Arrays.toString(c));
-        return CACHE.computeIfAbsent(key.toString(), _ -> define(g));
+        String k = key.toString();
+        Body hit = CACHE.get(k);
+        if (hit != null) return hit;
+        if (CACHE.size() >= cacheLimit) CACHE.clear();
+        return CACHE.computeIfAbsent(k, _ -> define(g));
     }
 
     // ---- the class --------------------------------------------------------------------------

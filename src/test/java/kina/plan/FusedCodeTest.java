@@ -26,10 +26,11 @@ import org.junit.jupiter.api.Test;
  * cold and a hot run of the chunked pass differ the same way), and a new class starts cold.
  */
 class FusedCodeTest {
-    private final int saved = FusedCode.minElements;
+    private final int saved = FusedCode.minElements, savedLimit = FusedCode.cacheLimit;
 
     @AfterEach void restore() {
         FusedCode.minElements = saved;
+        FusedCode.cacheLimit = savedLimit;
         Parallel.setThreads(Runtime.getRuntime().availableProcessors());
     }
 
@@ -115,6 +116,32 @@ class FusedCodeTest {
             }
         }
         assertThat(compiled).as("groups run by a compiled loop").isGreaterThan(200);
+    }
+
+    @Test void theClassCacheStaysWithinItsLimitAndGroupsStillRunRight() {
+        FusedCode.cacheLimit = 8;
+        int compiled = 0;
+        for (int t = 0; t < 60; t++) {
+            Random r = new Random(1000 + t);
+            Fusion.Group g = randomGroup(r, 1 + r.nextInt(300));
+            long seed = r.nextLong();
+            FusedCode.minElements = Integer.MAX_VALUE;
+            Object[] want = buffers(g, new Random(seed), false);
+            Fusion.bind(g, want).run();
+            FusedCode.minElements = 0;
+            if (FusedCode.of(g) != null) compiled++;
+            assertThat(FusedCode.cached()).as("after group %d", t).isLessThanOrEqualTo(8);
+            Object[] got = buffers(g, new Random(seed), false);
+            Fusion.bind(g, got).run();
+            for (int j = 0; j < want.length; j++) {
+                float[] w = (float[]) want[j], o = (float[]) got[j];
+                for (int i = 0; i < w.length; i++)
+                    if (!(Float.isNaN(w[i]) && Float.isNaN(o[i])))
+                        assertThat(Float.floatToRawIntBits(o[i])).as("group %d, buffer %d, element %d", t, j, i)
+                                .isEqualTo(Float.floatToRawIntBits(w[i]));
+            }
+        }
+        assertThat(compiled).as("groups compiled past the limit").isGreaterThan(16);
     }
 
     @Test void leavesReadByWholeVectorsCompileAndOthersDoNot() {
