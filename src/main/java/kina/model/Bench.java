@@ -188,7 +188,7 @@ public final class Bench {
         w.forEach(step::set);
         Tensor lr = Trainer.scalar((double) (float) 0.1);
         SplittableRandom rng = new SplittableRandom(42);
-        double[] ms = new double[steps];
+        double[] ms = new double[steps], jit = new double[JIT != null && JIT.isCompilationTimeMonitoringSupported() ? steps : 0];
         for (int s = 0; s < TOY_WARMUP + steps; s++) {
             if (plan != null && profile && s == TOY_WARMUP) plan.profile(true);
             Map<String, Tensor> in = new HashMap<>();
@@ -197,16 +197,17 @@ public final class Bench {
             in.put("token_ids", Tensor.ofInts(TensorType.host(DType.I64, 1, t), ids));
             in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, 1, t), tg));
             in.put("lr", lr);
-            long t0 = System.nanoTime();
+            long c0 = jitMillis(), t0 = System.nanoTime();
             step.run(in);
             long t1 = System.nanoTime();
             if (s >= TOY_WARMUP) ms[s - TOY_WARMUP] = (t1 - t0) / 1e6;
+            if (s >= TOY_WARMUP && jit.length > 0) jit[s - TOY_WARMUP] = jitMillis() - c0;
         }
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
-        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, new double[0]);
+        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
 
     /**

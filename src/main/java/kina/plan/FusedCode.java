@@ -84,8 +84,11 @@ final class FusedCode {
     /** Most cached classes (a train step has a few dozen distinct groups); not final so tests can lower it. */
     static volatile int cacheLimit = 1024;
 
-    /** How many compiled groups the cache holds now. */
+    /** How many compiled groups the cache holds now (it may pass the limit by one per concurrent caller). */
     static int cached() { return CACHE.size(); }
+
+    /** Empties the cache (tests: a known starting point). */
+    static void clearCache() { CACHE.clear(); }
 
     /** The compiled loop of {@code g}, or null where the chunked pass must run it (F64, too small, a leaf not read by whole vectors). */
     static Body of(Fusion.Group g) {

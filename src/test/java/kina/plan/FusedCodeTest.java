@@ -119,6 +119,7 @@ class FusedCodeTest {
     }
 
     @Test void theClassCacheStaysWithinItsLimitAndGroupsStillRunRight() {
+        FusedCode.clearCache();                           // whatever earlier tests left
         FusedCode.cacheLimit = 8;
         int compiled = 0;
         for (int t = 0; t < 60; t++) {
