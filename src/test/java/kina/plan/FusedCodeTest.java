@@ -92,6 +92,28 @@ class FusedCodeTest {
         return buf;
     }
 
+    /**
+     * Runs g on the chunked pass, then with compiled loops allowed (which it may or may not get), on the
+     * same random buffers, and asserts the same bits; true when g got a compiled loop.
+     */
+    private static boolean runsCompiledAsChunked(Fusion.Group g, long seed, boolean alias, String what) {
+        FusedCode.minElements = Integer.MAX_VALUE;
+        Object[] want = buffers(g, new Random(seed), alias);
+        Fusion.bind(g, want).run();
+        FusedCode.minElements = 0;
+        boolean compiled = FusedCode.of(g) != null;
+        Object[] got = buffers(g, new Random(seed), alias);
+        Fusion.bind(g, got).run();
+        for (int j = 0; j < want.length; j++) {
+            float[] w = (float[]) want[j], o = (float[]) got[j];
+            for (int i = 0; i < w.length; i++)
+                if (!(Float.isNaN(w[i]) && Float.isNaN(o[i])))   // which NaN survives a + b or a · b of two NaNs is the JIT's choice (C2 commutes them), in either pass
+                    assertThat(Float.floatToRawIntBits(o[i])).as("%s, buffer %d, element %d of %d", what, j, i, w.length)
+                            .isEqualTo(Float.floatToRawIntBits(w[i]));
+        }
+        return compiled;
+    }
+
     @Test void randomGroupsEqualTheChunkedPassBitForBit() {
         int compiled = 0;
         for (int t = 0; t < 400; t++) {
@@ -100,20 +122,7 @@ class FusedCodeTest {
             Fusion.Group g = randomGroup(r, n);
             boolean alias = r.nextInt(4) == 0;
             long seed = r.nextLong();
-            FusedCode.minElements = Integer.MAX_VALUE;
-            Object[] want = buffers(g, new Random(seed), alias);
-            Fusion.bind(g, want).run();
-            FusedCode.minElements = 0;
-            if (FusedCode.of(g) != null) compiled++;
-            Object[] got = buffers(g, new Random(seed), alias);
-            Fusion.bind(g, got).run();
-            for (int j = 0; j < want.length; j++) {
-                float[] w = (float[]) want[j], o = (float[]) got[j];
-                for (int i = 0; i < w.length; i++)
-                    if (!(Float.isNaN(w[i]) && Float.isNaN(o[i])))   // which NaN survives a + b or a · b of two NaNs is the JIT's choice (C2 commutes them), in either pass
-                    assertThat(Float.floatToRawIntBits(o[i])).as("group %d, buffer %d, element %d of %d", t, j, i, w.length)
-                            .isEqualTo(Float.floatToRawIntBits(w[i]));
-            }
+            if (runsCompiledAsChunked(g, seed, alias, "group " + t)) compiled++;
         }
         assertThat(compiled).as("groups run by a compiled loop").isGreaterThan(200);
     }
@@ -126,21 +135,8 @@ class FusedCodeTest {
             Random r = new Random(1000 + t);
             Fusion.Group g = randomGroup(r, 1 + r.nextInt(300));
             long seed = r.nextLong();
-            FusedCode.minElements = Integer.MAX_VALUE;
-            Object[] want = buffers(g, new Random(seed), false);
-            Fusion.bind(g, want).run();
-            FusedCode.minElements = 0;
-            if (FusedCode.of(g) != null) compiled++;
+            if (runsCompiledAsChunked(g, seed, false, "group " + t)) compiled++;
             assertThat(FusedCode.cached()).as("after group %d", t).isLessThanOrEqualTo(8);
-            Object[] got = buffers(g, new Random(seed), false);
-            Fusion.bind(g, got).run();
-            for (int j = 0; j < want.length; j++) {
-                float[] w = (float[]) want[j], o = (float[]) got[j];
-                for (int i = 0; i < w.length; i++)
-                    if (!(Float.isNaN(w[i]) && Float.isNaN(o[i])))
-                        assertThat(Float.floatToRawIntBits(o[i])).as("group %d, buffer %d, element %d", t, j, i)
-                                .isEqualTo(Float.floatToRawIntBits(w[i]));
-            }
         }
         assertThat(compiled).as("groups compiled past the limit").isGreaterThan(16);
     }
