@@ -1,6 +1,7 @@
 package kina.plan;
 
 import static kina.plan.PlanTest.assertBits;
+import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
 import static kina.plan.PlanTest.interpret;
 import static kina.plan.PlanTest.randomInputs;
 import static kina.plan.PlanTest.transformed;
@@ -92,11 +93,7 @@ class AttentionSharingTest {
                 """.formatted(t));
         Plan shared = Plan.compile(p), separate = Plan.compile(p, true, false);
         assertThat(shared.steps()).isEqualTo(separate.steps() - 1);      // only the differentiated attention's P
-        for (int threads : new int[] {1, 2}) {
-            Parallel.setThreads(threads);
-            Map<String, Tensor> in = randomInputs(shared, threads, 4);
-            assertBits(shared.run(in), interpret(p, in), "other options, threads " + threads);
-        }
+        assertBitsAtOneAndTwoThreads(shared, p, threads -> threads, "other options, ");
     }
 
     @Test

@@ -1,17 +1,13 @@
 package kina.plan;
 
-import static kina.plan.PlanTest.assertBits;
-import static kina.plan.PlanTest.interpret;
-import static kina.plan.PlanTest.randomInputs;
+import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
 import static kina.plan.PlanTest.transformed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import kina.eval.Parallel;
-import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterEach;
@@ -165,11 +161,7 @@ class FusedCodeTest {
         Program p = PlanTest.trainStep("tiny");
         Plan plan = Plan.compile(p);
         assertThat(plan.fusedSteps()).isGreaterThan(20);
-        for (int threads : new int[] {1, 2}) {
-            Parallel.setThreads(threads);
-            Map<String, Tensor> in = randomInputs(plan, 31 * threads, 4);
-            assertBits(plan.run(in), interpret(p, in), "tiny train step, threads " + threads);
-        }
+        assertBitsAtOneAndTwoThreads(plan, p, t -> 31 * t, "tiny train step, ");
     }
 
     /**
@@ -200,11 +192,7 @@ class FusedCodeTest {
             Program p = transformed("large", src);
             Plan plan = Plan.compile(p);
             assertThat(plan.fusedSteps()).isGreaterThanOrEqualTo(6);
-            for (int threads : new int[] {1, 2}) {
-                Parallel.setThreads(threads);
-                Map<String, Tensor> in = randomInputs(plan, 5 * threads, 4);
-                assertBits(plan.run(in), interpret(p, in), "threads " + threads);
-            }
+            assertBitsAtOneAndTwoThreads(plan, p, t -> 5 * t, "");
         }
     }
 }

@@ -58,6 +58,18 @@ class PlanTest {
         return out;
     }
 
+    /**
+     * One run of {@code plan} at 1 thread and one at 2, each on {@code randomInputs(plan, seed(threads), 4)},
+     * equal to the interpreter's run of {@code p} bit for bit.
+     */
+    static void assertBitsAtOneAndTwoThreads(Plan plan, Program p, java.util.function.IntToLongFunction seed, String what) {
+        for (int threads : new int[] {1, 2}) {
+            Parallel.setThreads(threads);
+            Map<String, Tensor> in = randomInputs(plan, seed.applyAsLong(threads), 4);
+            assertBits(plan.run(in), interpret(p, in), what + "threads " + threads);
+        }
+    }
+
     static void assertBits(List<Tensor> got, List<Tensor> want, String what) {
         assertThat(got).as(what).hasSameSizeAs(want);
         for (int i = 0; i < want.size(); i++) {

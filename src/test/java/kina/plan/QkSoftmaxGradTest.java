@@ -1,6 +1,7 @@
 package kina.plan;
 
 import static kina.plan.PlanTest.assertBits;
+import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
 import static kina.plan.PlanTest.interpret;
 import static kina.plan.PlanTest.randomInputs;
 import static kina.plan.PlanTest.transformed;
@@ -184,11 +185,7 @@ class QkSoftmaxGradTest {
             Map<String, Boolean> kinds = plan.nativeKinds();
             if (c.merged()) assertThat(kinds).as(c.what()).containsKey("qk_softmax_grad:F32").doesNotContainKeys("attention_qk:F32", "softmax_grad:F32");
             else assertThat(kinds).as(c.what()).containsKeys("attention_qk:F32", "softmax_grad:F32").doesNotContainKey("qk_softmax_grad:F32");
-            for (int threads : new int[] {1, 2}) {
-                Parallel.setThreads(threads);
-                Map<String, Tensor> in = randomInputs(plan, 7L + threads, 4);
-                assertBits(plan.run(in), interpret(c.p(), in), c.what() + ", threads " + threads);
-            }
+            assertBitsAtOneAndTwoThreads(plan, c.p(), t -> 7L + t, c.what() + ", ");
         }
     }
 

@@ -1,13 +1,9 @@
 package kina.plan;
 
-import static kina.plan.PlanTest.assertBits;
-import static kina.plan.PlanTest.interpret;
-import static kina.plan.PlanTest.randomInputs;
+import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
 import static kina.plan.PlanTest.transformed;
 
-import java.util.Map;
 import kina.eval.Parallel;
-import kina.eval.Tensor;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -47,10 +43,6 @@ class RowKernelsTest {
     void rowKernelsOnTwoThreadsEqualTheInterpreter() {
         Program p = transformed("rows", ROWS);
         Plan plan = Plan.compile(p);
-        for (int threads : new int[] {1, 2}) {
-            Parallel.setThreads(threads);
-            Map<String, Tensor> in = randomInputs(plan, 5L + threads, 4);
-            assertBits(plan.run(in), interpret(p, in), "threads " + threads);
-        }
+        assertBitsAtOneAndTwoThreads(plan, p, t -> 5L + t, "");
     }
 }

@@ -1,6 +1,7 @@
 package kina.plan;
 
 import static kina.plan.PlanTest.assertBits;
+import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
 import static kina.plan.PlanTest.interpret;
 import static kina.plan.PlanTest.randomInputs;
 import static kina.plan.PlanTest.transformed;
@@ -110,11 +111,7 @@ class SoftmaxGradTest {
     void aLargeRowPassSplitAcrossThreadsEqualsTheInterpreter() {
         Program p = transformed("large", pattern(4099, 65, "p * dp", "p * s", "(ds, d)"));
         Plan fused = Plan.compile(p);
-        for (int threads : new int[] {1, 2}) {
-            Parallel.setThreads(threads);
-            Map<String, Tensor> in = randomInputs(fused, threads, 4);
-            assertBits(fused.run(in), interpret(p, in), "large, threads " + threads);
-        }
+        assertBitsAtOneAndTwoThreads(fused, p, t -> t, "large, ");
     }
 
     static Stream<Arguments> differing() {
