@@ -205,6 +205,12 @@ public final class Matmul {
         static final VectorSpecies<Double> DS = DoubleVector.SPECIES_PREFERRED;
         static final int FL = FS.length(), DL = DS.length();
         static final int NRF = 2 * FL, NRD = 2 * DL;
+        /**
+         * Eight lanes for copying MR (≤ 8) contiguous floats at once ({@link #packAF32}); only where the
+         * preferred species has at least eight (256-bit vectors are native then), else scalar copies.
+         */
+        static final VectorSpecies<Float> F8 = FloatVector.SPECIES_256;
+        static final boolean COPY8 = FL >= 8 && MR <= 8;
 
         // ---- F32 ----------------------------------------------------------------------------------
 
@@ -370,10 +376,17 @@ public final class Matmul {
         static void packAF32(float[] a, boolean transA, int aBase, int m, int k, int ic, int mc, int pc, int kc, float[] pa) {
             for (int ip = 0; ip * MR < mc; ip++) {
                 int base = ip * kc * MR, rows = Math.min(MR, mc - ip * MR), i = ic + ip * MR;
-                if (transA && rows == MR) {                     // A stored [k, m]: the MR values of p are contiguous
-                    for (int dst = base, end = base + kc * MR, src = aBase + pc * m + i; dst < end; dst += MR, src += m) {
+                if (transA && rows == MR) {
+                    // A stored [k, m]: the MR values of p are contiguous. A whole vector is copied per p (its lanes
+                    // past MR land where p + 1's copy then writes: about 2× faster than five scalar copies, hot or
+                    // cold, bench/RESULTS.md session 10); the last p alone, so no read passes A's row k − 1 and no
+                    // write passes the panel.
+                    int dst = base, end = base + (kc - 1) * MR, src = aBase + pc * m + i;
+                    if (COPY8) for (; dst < end; dst += MR, src += m) FloatVector.fromArray(F8, a, src).intoArray(pa, dst);
+                    for (; dst < end; dst += MR, src += m) {
                         pa[dst] = a[src]; pa[dst + 1] = a[src + 1]; pa[dst + 2] = a[src + 2]; pa[dst + 3] = a[src + 3]; pa[dst + 4] = a[src + 4];
                     }
+                    pa[dst] = a[src]; pa[dst + 1] = a[src + 1]; pa[dst + 2] = a[src + 2]; pa[dst + 3] = a[src + 3]; pa[dst + 4] = a[src + 4];
                 } else if (transA) {
                     for (int p = 0; p < kc; p++) {
                         int src = aBase + (pc + p) * m + i, dst = base + p * MR;
@@ -400,7 +413,18 @@ public final class Matmul {
 
         /** pb[jp][p][c] = B(pc + p, j0 + jp·NR + c), zero past column j1. */
         static void packBF32(float[] b, boolean transB, int bBase, int k, int n, int pc, int kc, int j0, int j1, float[] pb, int pbOff) {
-            for (int jp = 0, j = j0; j < j1; jp++, j += NRF) {
+            int full = transB ? 0 : (j1 - j0) / NRF;
+            // Plain B's full panels row by row: one read stream over each row's columns [j0, j0 + full·NR),
+            // two vectors into every panel. A panel at a time read NR floats from every row, a line or two
+            // each, so lines shared by neighbouring panels were read from memory twice.
+            for (int p = 0; p < kc; p++) {
+                int src = bBase + (pc + p) * n + j0;
+                for (int jp = 0, dst = pbOff + p * NRF; jp < full; jp++, src += NRF, dst += kc * NRF) {
+                    FloatVector.fromArray(FS, b, src).intoArray(pb, dst);
+                    FloatVector.fromArray(FS, b, src + FL).intoArray(pb, dst + FL);
+                }
+            }
+            for (int jp = full, j = j0 + full * NRF; j < j1; jp++, j += NRF) {
                 int base = pbOff + jp * kc * NRF, cols = Math.min(NRF, j1 - j);
                 if (transB) {                                   // B stored [n, k]: a column is contiguous in p
                     for (int c = 0; c < cols; c++) {
@@ -408,12 +432,7 @@ public final class Matmul {
                         for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = b[src + p];
                     }
                     for (int c = cols; c < NRF; c++) for (int p = 0; p < kc; p++) pb[base + p * NRF + c] = 0f;
-                } else if (cols == NRF) {                      // two vectors per row (arraycopy's call cost more at 16 floats)
-                    for (int dst = base, end = base + kc * NRF, src = bBase + pc * n + j; dst < end; dst += NRF, src += n) {
-                        FloatVector.fromArray(FS, b, src).intoArray(pb, dst);
-                        FloatVector.fromArray(FS, b, src + FL).intoArray(pb, dst + FL);
-                    }
-                } else {
+                } else {                                        // the ragged last panel (full ones packed above)
                     for (int p = 0; p < kc; p++) {
                         int dst = base + p * NRF;
                         System.arraycopy(b, bBase + (pc + p) * n + j, pb, dst, cols);
