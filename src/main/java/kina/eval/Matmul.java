@@ -312,7 +312,17 @@ public final class Matmul {
             else if (packA && full < mc) packAF32(a, transA, aBase, m, k, ic + full, mc - full, pc, kc, pa);
             for (int jp = 0; jp < panels; jp++) {
                 int j = j0 + jp * NRF, nr = Math.min(NRF, j1 - j), bo = pbOff + jp * kc * NRF;
-                for (int ip = 0; ip * MR < mc; ip++) {
+                // A full column panel's whole tiles in one kernel call: per tile, the call (its arguments, the
+                // caller's values saved around it) cost 6–15 % of the products at K = 128 to 256 (MatmulAB).
+                int ip0 = 0;
+                if (nr == NRF && full > 0 && form == AForm.PACKED) {
+                    kernelF32(pa, 0, pb, bo, kc, out, oBase + ic * n + j, n, load, full / MR);
+                    ip0 = full / MR;
+                } else if (nr == NRF && full > 0 && form == AForm.ROWS) {
+                    kernelRowsF32(a, aBase + ic * k + pc, k, pb, bo, kc, out, oBase + ic * n + j, n, full / MR, !load);
+                    ip0 = full / MR;
+                }
+                for (int ip = ip0; ip * MR < mc; ip++) {
                     int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i);
                     // Edge tiles (padding rows or lanes) run on the scratch tile; only their real part reaches out.
                     boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
@@ -447,38 +457,48 @@ public final class Matmul {
          * from −0.0 when {@code !load}; A packed, A(r, p) = pa[ao + p·MR + r].
          */
         static void kernelF32(float[] pa, int ao, float[] pb, int bo, int kc, float[] c, int co, int ldc, boolean load) {
-            FloatVector c00, c01, c10, c11, c20, c21, c30, c31, c40, c41;
-            if (load) {
+            kernelF32(pa, ao, pb, bo, kc, c, co, ldc, load, 1);
+        }
+
+        /**
+         * {@link #kernelF32} for {@code tiles} tiles down the rows: tile t reads A's panel at ao + t·kc·MR
+         * and its outputs at co + t·MR·ldc (one call per column panel of a block, not per tile).
+         */
+        static void kernelF32(float[] pa, int ao, float[] pb, int bo, int kc, float[] c, int co, int ldc, boolean load, int tiles) {
+            for (int t = 0; t < tiles; t++, ao += kc * MR, co += MR * ldc) {
+                FloatVector c00, c01, c10, c11, c20, c21, c30, c31, c40, c41;
+                if (load) {
+                    int o = co;
+                    c00 = FloatVector.fromArray(FS, c, o); c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                    c10 = FloatVector.fromArray(FS, c, o); c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                    c20 = FloatVector.fromArray(FS, c, o); c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                    c30 = FloatVector.fromArray(FS, c, o); c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                    c40 = FloatVector.fromArray(FS, c, o); c41 = FloatVector.fromArray(FS, c, o + FL);
+                } else {
+                    FloatVector z = FloatVector.broadcast(FS, -0.0f);
+                    c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z; c30 = z; c31 = z; c40 = z; c41 = z;
+                }
+                // The index is the loop variable (see the class comment).
+                for (int ai = ao, bi = bo, end = ao + kc * MR; ai < end; ai += MR, bi += NRF) {
+                    FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
+                    FloatVector x = FloatVector.broadcast(FS, pa[ai]);
+                    c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
+                    x = FloatVector.broadcast(FS, pa[ai + 1]);
+                    c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
+                    x = FloatVector.broadcast(FS, pa[ai + 2]);
+                    c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
+                    x = FloatVector.broadcast(FS, pa[ai + 3]);
+                    c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
+                    x = FloatVector.broadcast(FS, pa[ai + 4]);
+                    c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
+                }
                 int o = co;
-                c00 = FloatVector.fromArray(FS, c, o); c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                c10 = FloatVector.fromArray(FS, c, o); c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                c20 = FloatVector.fromArray(FS, c, o); c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                c30 = FloatVector.fromArray(FS, c, o); c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                c40 = FloatVector.fromArray(FS, c, o); c41 = FloatVector.fromArray(FS, c, o + FL);
-            } else {
-                FloatVector z = FloatVector.broadcast(FS, -0.0f);
-                c00 = z; c01 = z; c10 = z; c11 = z; c20 = z; c21 = z; c30 = z; c31 = z; c40 = z; c41 = z;
+                c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
+                c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
+                c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
+                c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
+                c40.intoArray(c, o); c41.intoArray(c, o + FL);
             }
-            // The index is the loop variable (see the class comment).
-            for (int ai = ao, bi = bo, end = ao + kc * MR; ai < end; ai += MR, bi += NRF) {
-                FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
-                FloatVector x = FloatVector.broadcast(FS, pa[ai]);
-                c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
-                x = FloatVector.broadcast(FS, pa[ai + 1]);
-                c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
-                x = FloatVector.broadcast(FS, pa[ai + 2]);
-                c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
-                x = FloatVector.broadcast(FS, pa[ai + 3]);
-                c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
-                x = FloatVector.broadcast(FS, pa[ai + 4]);
-                c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
-            }
-            int o = co;
-            c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
-            c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
-            c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
-            c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
-            c40.intoArray(c, o); c41.intoArray(c, o + FL);
         }
 
         /**
@@ -486,32 +506,43 @@ public final class Matmul {
          * the chains stored in c (C2 compiled this form ~2× slower when the tile started from a constant).
          */
         static void kernelRowsF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc) {
-            int o = co;
-            FloatVector c00 = FloatVector.fromArray(FS, c, o), c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-            FloatVector c10 = FloatVector.fromArray(FS, c, o), c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-            FloatVector c20 = FloatVector.fromArray(FS, c, o), c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-            FloatVector c30 = FloatVector.fromArray(FS, c, o), c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-            FloatVector c40 = FloatVector.fromArray(FS, c, o), c41 = FloatVector.fromArray(FS, c, o + FL);
-            int l2 = 2 * lda, l3 = 3 * lda, l4 = 4 * lda;
-            for (int ai = ao, bi = bo, end = ao + kc; ai < end; ai++, bi += NRF) {
-                FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
-                FloatVector x = FloatVector.broadcast(FS, a[ai]);
-                c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
-                x = FloatVector.broadcast(FS, a[ai + lda]);
-                c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
-                x = FloatVector.broadcast(FS, a[ai + l2]);
-                c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
-                x = FloatVector.broadcast(FS, a[ai + l3]);
-                c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
-                x = FloatVector.broadcast(FS, a[ai + l4]);
-                c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
+            kernelRowsF32(a, ao, lda, pb, bo, kc, c, co, ldc, 1, false);
+        }
+
+        /**
+         * {@link #kernelRowsF32} for {@code tiles} tiles down the rows (tile t: A's rows from ao + t·MR·lda,
+         * outputs from co + t·MR·ldc), each first set to −0.0 when {@code zero} (one call per column panel).
+         */
+        static void kernelRowsF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc, int tiles, boolean zero) {
+            for (int t = 0; t < tiles; t++, ao += MR * lda, co += MR * ldc) {
+                if (zero) negZeroF32(c, co, ldc);
+                int o = co;
+                FloatVector c00 = FloatVector.fromArray(FS, c, o), c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                FloatVector c10 = FloatVector.fromArray(FS, c, o), c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                FloatVector c20 = FloatVector.fromArray(FS, c, o), c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                FloatVector c30 = FloatVector.fromArray(FS, c, o), c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
+                FloatVector c40 = FloatVector.fromArray(FS, c, o), c41 = FloatVector.fromArray(FS, c, o + FL);
+                int l2 = 2 * lda, l3 = 3 * lda, l4 = 4 * lda;
+                for (int ai = ao, bi = bo, end = ao + kc; ai < end; ai++, bi += NRF) {
+                    FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
+                    FloatVector x = FloatVector.broadcast(FS, a[ai]);
+                    c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
+                    x = FloatVector.broadcast(FS, a[ai + lda]);
+                    c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
+                    x = FloatVector.broadcast(FS, a[ai + l2]);
+                    c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
+                    x = FloatVector.broadcast(FS, a[ai + l3]);
+                    c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
+                    x = FloatVector.broadcast(FS, a[ai + l4]);
+                    c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
+                }
+                o = co;
+                c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
+                c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
+                c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
+                c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
+                c40.intoArray(c, o); c41.intoArray(c, o + FL);
             }
-            o = co;
-            c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
-            c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
-            c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
-            c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
-            c40.intoArray(c, o); c41.intoArray(c, o + FL);
         }
 
         /**
