@@ -328,7 +328,8 @@ public final class Matmul {
                     boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
                     float[] c = edge ? tile : out;
                     int co = edge ? 0 : oBase + i * n + j, ldc = edge ? NRF : n;
-                    // The in-place rows kernel always continues chains: start them at −0.0 just before, while in L1.
+                    // The in-place rows kernel always continues chains: start them at −0.0 just before, while in L1
+                    // (here for tiles on the scratch tile; a full panel's tiles do it inside kernelRowsF32).
                     if (rows && !load) negZeroF32(c, co, ldc);
                     else if (edge && load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
                     if (rows) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, c, co, ldc);
@@ -388,9 +389,9 @@ public final class Matmul {
                 int base = ip * kc * MR, rows = Math.min(MR, mc - ip * MR), i = ic + ip * MR;
                 if (transA && rows == MR) {
                     // A stored [k, m]: the MR values of p are contiguous. A whole vector is copied per p (its lanes
-                    // past MR land where p + 1's copy then writes: about 2× faster than five scalar copies, hot or
-                    // cold, bench/RESULTS.md session 10); the last p alone, so no read passes A's row k − 1 and no
-                    // write passes the panel.
+                    // past MR land where p + 1's copy then writes: about 2× faster than five scalar copies hot,
+                    // 1.5–1.7× cold, bench/RESULTS.md session 10); the last p alone, so no read passes A's row
+                    // k − 1 and no write passes the panel.
                     int dst = base, end = base + (kc - 1) * MR, src = aBase + pc * m + i;
                     if (COPY8) for (; dst < end; dst += MR, src += m) FloatVector.fromArray(F8, a, src).intoArray(pa, dst);
                     for (; dst < end; dst += MR, src += m) {
@@ -427,7 +428,7 @@ public final class Matmul {
             // Plain B's full panels row by row: one read stream over each row's columns [j0, j0 + full·NR),
             // two vectors into every panel. A panel at a time read NR floats from every row, a line or two
             // each, so lines shared by neighbouring panels were read from memory twice.
-            for (int p = 0; p < kc; p++) {
+            for (int p = 0; p < kc && full > 0; p++) {
                 int src = bBase + (pc + p) * n + j0;
                 for (int jp = 0, dst = pbOff + p * NRF; jp < full; jp++, src += NRF, dst += kc * NRF) {
                     FloatVector.fromArray(FS, b, src).intoArray(pb, dst);
