@@ -404,20 +404,16 @@ public final class Matmul {
                         for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
                         for (int r = rows; r < MR; r++) pa[dst + r] = 0f;
                     }
-                } else if (rows == MR) {
+                } else {
                     // Row by row: one read stream, stores MR apart into the panel (kc·MR floats, in L1). Walking p
                     // outside (MR read streams k apart, contiguous stores) ran 2–2.5× slower: 0.86 against 0.34 ns
                     // per element at k = 256, 1.74 against 0.77 at k = 688 (bench/RESULTS.md §2, session 9).
-                    for (int r = 0; r < MR; r++) {
+                    // Rows past mc (a ragged last panel) are zeros.
+                    for (int r = 0; r < rows; r++) {
                         int src = aBase + (i + r) * k + pc;
                         for (int p = 0, dst = base + r; p < kc; p++, dst += MR) pa[dst] = a[src + p];
                     }
-                } else {
-                    for (int r = 0; r < rows; r++) {
-                        int src = aBase + (i + r) * k + pc;
-                        for (int p = 0; p < kc; p++) pa[base + p * MR + r] = a[src + p];
-                    }
-                    for (int r = rows; r < MR; r++) for (int p = 0; p < kc; p++) pa[base + p * MR + r] = 0f;
+                    for (int r = rows; r < MR; r++) for (int p = 0, dst = base + r; p < kc; p++, dst += MR) pa[dst] = 0f;
                 }
             }
         }
@@ -635,18 +631,14 @@ public final class Matmul {
                         for (int r = 0; r < rows; r++) pa[dst + r] = a[src + r];
                         for (int r = rows; r < MR; r++) pa[dst + r] = 0d;
                     }
-                } else if (rows == MR) {
+                } else {
                     // Row by row, as packAF32 does (one read stream; stores MR apart into the panel).
-                    for (int r = 0; r < MR; r++) {
+                    // Rows past mc (a ragged last panel) are zeros.
+                    for (int r = 0; r < rows; r++) {
                         int src = aBase + (i + r) * k + pc;
                         for (int p = 0, dst = base + r; p < kc; p++, dst += MR) pa[dst] = a[src + p];
                     }
-                } else {
-                    for (int r = 0; r < rows; r++) {
-                        int src = aBase + (i + r) * k + pc;
-                        for (int p = 0; p < kc; p++) pa[base + p * MR + r] = a[src + p];
-                    }
-                    for (int r = rows; r < MR; r++) for (int p = 0; p < kc; p++) pa[base + p * MR + r] = 0d;
+                    for (int r = rows; r < MR; r++) for (int p = 0, dst = base + r; p < kc; p++, dst += MR) pa[dst] = 0d;
                 }
             }
         }
