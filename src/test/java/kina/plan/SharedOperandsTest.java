@@ -1,15 +1,11 @@
 package kina.plan;
 
-import static kina.plan.PlanTest.assertBits;
-import static kina.plan.PlanTest.interpret;
-import static kina.plan.PlanTest.randomInputs;
+import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
 import static kina.plan.PlanTest.trainStep;
 import static kina.plan.PlanTest.transformed;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.util.Map;
 import kina.eval.Parallel;
-import kina.eval.Tensor;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -50,11 +46,7 @@ class SharedOperandsTest {
         Program p = transformed("shared", SRC);
         Plan plan = Plan.compile(p);
         assertThat(plan.sharedOperandProducts()).as("q, k, v, y; dg, du").isEqualTo(6);
-        for (int threads = 1; threads <= 2; threads++) {
-            Parallel.setThreads(threads);
-            Map<String, Tensor> in = randomInputs(plan, 5 + threads, 4);
-            assertBits(plan.run(in), interpret(p, in), "threads " + threads);
-        }
+        assertBitsAtOneAndTwoThreads(plan, p, threads -> 5 + threads, "");
     }
 
     /** The train step's q/k/v and gate/up products, forward and their weight gradients, share their operand. */
