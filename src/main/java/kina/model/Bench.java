@@ -83,13 +83,34 @@ public final class Bench {
     /** Warm-up steps at least (the first runs also bind the plan's buffers)… */
     public static final int WARMUP = 2;
     /**
-     * … and the caller's warm-up time at least (the CLI's --warmup-seconds, default 5), at most this
-     * many steps: until C2 has compiled a kernel, its Vector API code runs boxed, many times slower
-     * (measured: the small step needs about 4 s of steps before its per-step allocation and time
-     * settle). Training pays this once per run; the bench times the steady state that the rest of a
+     * … and the caller's warm-up time at least (the CLI's --warmup-seconds, default 5), then, when that
+     * time is not zero, on until the JIT has compiled nothing for {@link #JIT_QUIET_NANOS} of steps;
+     * at most this many steps and {@link #MAX_WARMUP_NANOS} past the caller's time. Until C2 has
+     * compiled a kernel, its Vector API code runs boxed, many times slower: the small step needs
+     * about 4 s of steps before its per-step allocation and time settle, but a fused group that runs
+     * once per step (FusedCode) can wait 10–20 s in C2's queue on 2 cores, and after a fixed 5 s its
+     * groups still took 0.5–0.8 ms a step each against under 0.1 once compiled (bench/RESULTS.md §2,
+     * session 11). Training pays this once per run; the bench times the steady state that the rest of a
      * run sees.
      */
-    public static final int MAX_WARMUP = 200;
+    public static final int MAX_WARMUP = 400;
+    /** A quiet JIT for this long ends the warm-up (where the JVM reports compilation time; else the time alone does). */
+    public static final long JIT_QUIET_NANOS = 1_000_000_000L;
+    /** The longest warm-up past the caller's time while the JIT keeps compiling. */
+    public static final long MAX_WARMUP_NANOS = 60_000_000_000L;
+
+    /**
+     * Whether the warm-up ends before step {@code s} (0-based): {@link #WARMUP} steps and the caller's
+     * {@code warmupNanos} are done and, when that time is not 0 and the JVM reports JIT time
+     * ({@code jitKnown}), the JIT has compiled nothing for {@link #JIT_QUIET_NANOS}
+     * ({@code sinceJit}: since the end of the last step during which it compiled, or since the start);
+     * or {@link #MAX_WARMUP} steps or {@link #MAX_WARMUP_NANOS} past the caller's time have run.
+     */
+    static boolean warmUpOver(int s, long elapsed, long sinceJit, long warmupNanos, boolean jitKnown) {
+        if (s < WARMUP) return false;
+        if (s >= MAX_WARMUP || elapsed - warmupNanos >= MAX_WARMUP_NANOS) return true;
+        return elapsed >= warmupNanos && (warmupNanos == 0 || !jitKnown || sinceJit >= JIT_QUIET_NANOS);
+    }
 
     /** The plan's profile lines after one line giving its arena (the step's reused buffers). */
     static List<String> arenaFirst(Plan plan) {
@@ -108,29 +129,74 @@ public final class Bench {
 
     /**
      * Times {@code steps} train steps of {@code c} after the warm-up ({@link #WARMUP} steps and
-     * {@code warmupNanos}, at most {@link #MAX_WARMUP} steps; the toy: {@link #TOY_WARMUP} steps).
+     * {@code warmupNanos}, then until the JIT is quiet unless {@code warmupNanos} is 0; at most
+     * {@link #MAX_WARMUP} steps; the toy: {@link #TOY_WARMUP} steps).
      */
     public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, boolean profile, long warmupNanos) {
         if (steps < 1 || batch < 1) throw new kina.ir.KinaException(null, "--steps and --batch must be >= 1");
         if (c.toy()) return runToy(c, steps, threads, engine, profile);
         Parallel.setThreads(threads);
-        Optimizer.AdamW opt = new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
-        Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
-        Trainer.Runner step = engine.compile(p);
-        Plan plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
-        step.carry(Trainer.carried(c, opt));                  // weights and moments, as training carries them
-        Trainer.init(c, 1).forEach(step::set);
-        Trainer.zeroMoments(c, opt).forEach(step::set);
-        Tensor[] tables = Trainer.ropeTables(c);
-        SplittableRandom rng = new SplittableRandom(42);
+        Stepper step = new Stepper(c, batch, engine);
+        Plan plan = step.plan;
         double[] ms = new double[steps], jit = new double[JIT != null && JIT.isCompilationTimeMonitoringSupported() ? steps : 0];
-        long warmFrom = System.nanoTime();               // elapsed time is compared: a huge warm-up must not overflow
+        long warmFrom = System.nanoTime(), lastJit = warmFrom;   // elapsed times are compared: a huge warm-up must not overflow
         int warm = -1;                                   // steps of warm-up, once they are over
+        long warmNanos = 0;
         for (int s = 0; warm < 0 || s < warm + steps; s++) {
-            if (warm < 0 && s >= WARMUP && (System.nanoTime() - warmFrom >= warmupNanos || s >= MAX_WARMUP)) {
+            long now = System.nanoTime();
+            if (warm < 0 && warmUpOver(s, now - warmFrom, now - lastJit, warmupNanos, jit.length > 0)) {
                 warm = s;
+                warmNanos = now - warmFrom;
                 if (plan != null && profile) plan.profile(true);
             }
+            long c0 = jitMillis(), t0 = System.nanoTime();
+            step.run();
+            long t1 = System.nanoTime();
+            if (warm < 0 && jitMillis() > c0) lastJit = t1;
+            if (warm >= 0) ms[s - warm] = (t1 - t0) / 1e6;
+            if (warm >= 0 && jit.length > 0) jit[s - warm] = jitMillis() - c0;
+        }
+        double[] sorted = ms.clone();
+        Arrays.sort(sorted);
+        double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
+        List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
+        if (plan != null && profile) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s; times below summed over the %d timed ones", warm, warmNanos / 1e9, steps));
+        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
+    }
+
+    /**
+     * One config's AdamW train step, ready to run again and again: weights and moments initialised and
+     * carried by the step, as training does; each {@link #run} feeds a fresh random byte batch (seeded,
+     * the same sequence in every process) and the bias corrections of the next step number. Used by
+     * {@link #run} and by bench/StepAB.java, which drives two builds' steppers side by side in one JVM.
+     */
+    public static final class Stepper {
+        private final Config c;
+        private final int batch;
+        private final Optimizer.AdamW opt = new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
+        private final Trainer.Runner step;
+        private final Tensor[] tables;
+        private final SplittableRandom rng = new SplittableRandom(42);
+        private int s;
+        /** The compiled plan, or null with the interpreter. */
+        final Plan plan;
+
+        /** Compiles the train step of {@code c} (batch sequences per step) for {@code engine}; throws on the toy config. */
+        public Stepper(Config c, int batch, Trainer.Engine engine) {
+            if (c.toy()) throw new IllegalArgumentException("the toy config has its own step (runToy)");
+            this.c = c;
+            this.batch = batch;
+            Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
+            step = engine.compile(p);
+            plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
+            step.carry(Trainer.carried(c, opt));
+            Trainer.init(c, 1).forEach(step::set);
+            Trainer.zeroMoments(c, opt).forEach(step::set);
+            tables = Trainer.ropeTables(c);
+        }
+
+        /** Runs the next train step on a fresh random batch. */
+        public void run() {
             Map<String, Tensor> in = new HashMap<>();
             long[] ids = new long[batch * c.seq()], tg = new long[batch * c.seq()];
             for (int i = 0; i < ids.length; i++) { ids[i] = rng.nextInt(256); tg[i] = rng.nextInt(256); }
@@ -141,18 +207,9 @@ public final class Bench {
             in.put("lr", Trainer.scalar(1e-3));
             in.put("bc1", Trainer.scalar(1 / (1 - Math.pow(opt.beta1(), s + 1))));
             in.put("bc2", Trainer.scalar(1 / (1 - Math.pow(opt.beta2(), s + 1))));
-            long c0 = jitMillis(), t0 = System.nanoTime();
+            s++;
             step.run(in);
-            long t1 = System.nanoTime();
-            if (warm >= 0) ms[s - warm] = (t1 - t0) / 1e6;
-            if (warm >= 0 && jit.length > 0) jit[s - warm] = jitMillis() - c0;
         }
-        double[] sorted = ms.clone();
-        Arrays.sort(sorted);
-        double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
-        List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
-        if (plan != null && profile) prof.addFirst("warm-up: " + warm + " train steps; times below summed over the " + steps + " timed ones");
-        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
 
     /**
