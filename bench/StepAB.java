@@ -9,7 +9,9 @@
  *   cp target/kina.jar /tmp/old.jar   # before the change; rebuild after it
  *   java --add-modules jdk.incubator.vector bench/StepAB.java THREADS SECONDS CONFIG /tmp/old.jar target/kina.jar
  *
- * Each build warms up for 5 s of its own steps first (the JIT). Needs jars that have Bench.Stepper.
+ * Batch 8, the plan engine. Each build warms up for 5 s of its own steps, then all run in turn
+ * until the JIT has finished no compilation for 1 s (at most 60 s), as kina bench's warm-up does.
+ * Needs jars that have Bench.Stepper (3ef1cf1 and later).
  */
 import java.lang.reflect.*;
 import java.net.*;
@@ -46,6 +48,15 @@ public class StepAB {
         for (Runnable s : steps) {                                   // warm-up: each build alone, 5 s and 3 steps at least
             long end = System.nanoTime() + 5_000_000_000L;
             for (int k = 0; k < 3 || System.nanoTime() < end; k++) s.run();
+        }
+        java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+        if (jit != null && jit.isCompilationTimeMonitoringSupported()) {   // then all in turn until the JIT is quiet for 1 s
+            long start = System.nanoTime(), quietFrom = start, seen = jit.getTotalCompilationTime();
+            while (System.nanoTime() - quietFrom < 1_000_000_000L && System.nanoTime() - start < 60_000_000_000L) {
+                for (Runnable s : steps) s.run();
+                long now = jit.getTotalCompilationTime();
+                if (now != seen) { seen = now; quietFrom = System.nanoTime(); }
+            }
         }
         List<List<Double>> ms = new ArrayList<>();
         for (int j = 0; j < n; j++) ms.add(new ArrayList<>());

@@ -18,8 +18,8 @@ The model and step follow kina.model.StoryLm.trainStep and Optimizer.update, flo
   loss = mean NLL; gradients by autograd; global grad-norm clip 1.0;
   AdamW β 0.9/0.95, ε 1e-8, decoupled weight decay 0.01 on matrices (rank 2) only, lr 1e-3.
 Batches are random bytes (seeded), as in kina bench; warm-up as kina bench's (at least 2 steps,
---warmup, and 5 s, --warmup-seconds; at most 200 steps; kina bench then also waits for its JIT to
-go quiet, which torch has no need of) then --steps timed
+--warmup, and 5 s, --warmup-seconds; at most 200 steps here; kina bench then also waits for its JIT
+to go quiet, up to 400 steps, which torch has no need of) then --steps timed
 steps, each wall-clock timed around forward + backward + clip + update. tokens/s = batch·seq / median.
 """
 import argparse

@@ -103,7 +103,8 @@ public final class Bench {
      * Whether the warm-up ends before step {@code s} (0-based): {@link #WARMUP} steps and the caller's
      * {@code warmupNanos} are done and, when that time is not 0 and the JVM reports JIT time
      * ({@code jitKnown}), the JIT has compiled nothing for {@link #JIT_QUIET_NANOS}
-     * ({@code sinceJit}: since the end of the last step during which it compiled, or since the start);
+     * ({@code sinceJit}: since the end of the last step during which a compilation finished, or since
+     * the start; the JVM counts finished compilations, in whole milliseconds);
      * or {@link #MAX_WARMUP} steps or {@link #MAX_WARMUP_NANOS} past the caller's time have run.
      */
     static boolean warmUpOver(int s, long elapsed, long sinceJit, long warmupNanos, boolean jitKnown) {
@@ -129,13 +130,17 @@ public final class Bench {
 
     /**
      * Times {@code steps} train steps of {@code c} after the warm-up ({@link #WARMUP} steps and
-     * {@code warmupNanos}, then until the JIT is quiet unless {@code warmupNanos} is 0; at most
-     * {@link #MAX_WARMUP} steps; the toy: {@link #TOY_WARMUP} steps).
+     * {@code warmupNanos} (negative counts as 0), then until the JIT is quiet unless {@code warmupNanos}
+     * is 0; at most {@link #MAX_WARMUP} steps and {@link #MAX_WARMUP_NANOS} past {@code warmupNanos};
+     * the toy: {@link #TOY_WARMUP} steps); see {@link #warmUpOver}.
+     *
+     * @throws kina.ir.KinaException when steps or batch is below 1
      */
     public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, boolean profile, long warmupNanos) {
         if (steps < 1 || batch < 1) throw new kina.ir.KinaException(null, "--steps and --batch must be >= 1");
         if (c.toy()) return runToy(c, steps, threads, engine, profile);
         Parallel.setThreads(threads);
+        warmupNanos = Math.max(0, warmupNanos);
         Stepper step = new Stepper(c, batch, engine);
         Plan plan = step.plan;
         double[] ms = new double[steps], jit = new double[JIT != null && JIT.isCompilationTimeMonitoringSupported() ? steps : 0];
@@ -149,8 +154,9 @@ public final class Bench {
                 warmNanos = now - warmFrom;
                 if (plan != null && profile) plan.profile(true);
             }
+            Map<String, Tensor> in = step.next();            // built outside the timed window
             long c0 = jitMillis(), t0 = System.nanoTime();
-            step.run();
+            step.run(in);
             long t1 = System.nanoTime();
             if (warm < 0 && jitMillis() > c0) lastJit = t1;
             if (warm >= 0) ms[s - warm] = (t1 - t0) / 1e6;
@@ -181,22 +187,27 @@ public final class Bench {
         /** The compiled plan, or null with the interpreter. */
         final Plan plan;
 
-        /** Compiles the train step of {@code c} (batch sequences per step) for {@code engine}; throws on the toy config. */
+        /**
+         * Compiles the train step of {@code c} (batch sequences per step) for {@code engine}.
+         *
+         * @throws IllegalArgumentException for the toy config (its step is {@link #runToy}'s) or batch &lt; 1
+         */
         public Stepper(Config c, int batch, Trainer.Engine engine) {
             if (c.toy()) throw new IllegalArgumentException("the toy config has its own step (runToy)");
+            if (batch < 1) throw new IllegalArgumentException("batch must be >= 1, got " + batch);
             this.c = c;
             this.batch = batch;
             Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
             step = engine.compile(p);
             plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
-            step.carry(Trainer.carried(c, opt));
+            step.carry(Trainer.carried(c, opt));          // weights and moments, as training carries them
             Trainer.init(c, 1).forEach(step::set);
             Trainer.zeroMoments(c, opt).forEach(step::set);
             tables = Trainer.ropeTables(c);
         }
 
-        /** Runs the next train step on a fresh random batch. */
-        public void run() {
+        /** The next step's inputs: a fresh random batch and the bias corrections of the next step number. */
+        public Map<String, Tensor> next() {
             Map<String, Tensor> in = new HashMap<>();
             long[] ids = new long[batch * c.seq()], tg = new long[batch * c.seq()];
             for (int i = 0; i < ids.length; i++) { ids[i] = rng.nextInt(256); tg[i] = rng.nextInt(256); }
@@ -208,8 +219,14 @@ public final class Bench {
             in.put("bc1", Trainer.scalar(1 / (1 - Math.pow(opt.beta1(), s + 1))));
             in.put("bc2", Trainer.scalar(1 / (1 - Math.pow(opt.beta2(), s + 1))));
             s++;
-            step.run(in);
+            return in;
         }
+
+        /** Runs one train step on {@code in} (from {@link #next}). */
+        public void run(Map<String, Tensor> in) { step.run(in); }
+
+        /** Runs the next train step: {@code run(next())}. */
+        public void run() { run(next()); }
     }
 
     /**
