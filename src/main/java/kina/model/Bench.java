@@ -77,8 +77,11 @@ public final class Bench {
 
     private static final java.lang.management.CompilationMXBean JIT = java.lang.management.ManagementFactory.getCompilationMXBean();
 
+    /** Whether the JVM reports the JIT compilers' time. */
+    static boolean jitKnown() { return JIT != null && JIT.isCompilationTimeMonitoringSupported(); }
+
     /** The JIT compilers' accumulated time in ms (0 where the JVM does not monitor it). */
-    static long jitMillis() { return JIT != null && JIT.isCompilationTimeMonitoringSupported() ? JIT.getTotalCompilationTime() : 0; }
+    static long jitMillis() { return jitKnown() ? JIT.getTotalCompilationTime() : 0; }
 
     /** Warm-up steps at least (the first runs also bind the plan's buffers)… */
     public static final int WARMUP = 2;
@@ -143,7 +146,7 @@ public final class Bench {
         warmupNanos = Math.max(0, warmupNanos);
         Stepper step = new Stepper(c, batch, engine);
         Plan plan = step.plan;
-        double[] ms = new double[steps], jit = new double[JIT != null && JIT.isCompilationTimeMonitoringSupported() ? steps : 0];
+        double[] ms = new double[steps], jit = new double[jitKnown() ? steps : 0];
         long warmFrom = System.nanoTime(), lastJit = warmFrom;   // elapsed times are compared: a huge warm-up must not overflow
         int warm = -1;                                   // steps of warm-up, once they are over
         long warmNanos = 0;
@@ -262,7 +265,7 @@ public final class Bench {
         w.forEach(step::set);
         Tensor lr = Trainer.scalar((double) (float) 0.1);
         SplittableRandom rng = new SplittableRandom(42);
-        double[] ms = new double[steps], jit = new double[JIT != null && JIT.isCompilationTimeMonitoringSupported() ? steps : 0];
+        double[] ms = new double[steps], jit = new double[jitKnown() ? steps : 0];
         for (int s = 0; s < TOY_WARMUP + steps; s++) {
             if (plan != null && profile && s == TOY_WARMUP) plan.profile(true);
             Map<String, Tensor> in = new HashMap<>();
