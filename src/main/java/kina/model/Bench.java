@@ -116,13 +116,16 @@ public final class Bench {
         return elapsed >= warmupNanos && (warmupNanos == 0 || !jitKnown || sinceJit >= JIT_QUIET_NANOS);
     }
 
-    /** The plan's profile lines after one line giving its arena (the step's reused buffers). */
-    static List<String> arenaFirst(Plan plan) {
+    /** What {@code kina bench} profiles: nothing, the time by instruction kind, or every step of the schedule in order. */
+    public enum Profile { OFF, KINDS, STEPS }
+
+    /** The plan's profile lines (by kind, or by step in schedule order) after one line giving its arena (the step's reused buffers). */
+    static List<String> arenaFirst(Plan plan, Profile profile) {
         List<String> lines = new ArrayList<>();
         lines.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse), constants %.1f MB, %d of %d carried values updated in place",
                 plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6, plan.constantBytes() / 1e6,
                 plan.carriedInPlace(), plan.carried().size()));
-        lines.addAll(plan.profileReport());
+        lines.addAll(profile == Profile.STEPS ? plan.profileSteps() : plan.profileReport());
         return lines;
     }
     /** Warm-up steps of the toy (storylm0) step: it takes microseconds, so the JIT needs many more. */
@@ -139,7 +142,7 @@ public final class Bench {
      *
      * @throws kina.ir.KinaException when steps or batch is below 1
      */
-    public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, boolean profile, long warmupNanos) {
+    public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, Profile profile, long warmupNanos) {
         if (steps < 1 || batch < 1) throw new kina.ir.KinaException(null, "--steps and --batch must be >= 1");
         if (c.toy()) return runToy(c, steps, threads, engine, profile);
         Parallel.setThreads(threads);
@@ -155,7 +158,7 @@ public final class Bench {
             if (warm < 0 && warmUpOver(s, now - warmFrom, now - lastJit, warmupNanos, jit.length > 0)) {
                 warm = s;
                 warmNanos = now - warmFrom;
-                if (plan != null && profile) plan.profile(true);
+                if (plan != null && profile != Profile.OFF) plan.profile(true);
             }
             Map<String, Tensor> in = step.next();            // built outside the timed window
             long c0 = jitMillis(), t0 = System.nanoTime();
@@ -168,8 +171,9 @@ public final class Bench {
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
-        List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
-        if (plan != null && profile) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s; times below summed over the %d timed ones", warm, warmNanos / 1e9, steps));
+        List<String> prof = plan != null && profile != Profile.OFF ? arenaFirst(plan, profile) : new ArrayList<>();
+        if (plan != null && profile != Profile.OFF) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s; times below %s the %d timed ones",
+                warm, warmNanos / 1e9, profile == Profile.STEPS ? "per step, the mean of" : "summed over", steps));
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
 
@@ -238,7 +242,7 @@ public final class Bench {
      * scale 1/√hd, lr 0.1; every step is fed the previous step's 10 updated parameters. {@link #TOY_WARMUP}
      * warm-up steps, then {@code steps} timed ones.
      */
-    static Result runToy(Config c, int steps, int threads, Trainer.Engine engine, boolean profile) {
+    static Result runToy(Config c, int steps, int threads, Trainer.Engine engine, Profile profile) {
         Parallel.setThreads(threads);
         Program p = Trainer.compile("<storylm0 train step>", StoryLm.toyTrainStep(c));
         Trainer.Runner step = engine.compile(p);
@@ -267,7 +271,7 @@ public final class Bench {
         SplittableRandom rng = new SplittableRandom(42);
         double[] ms = new double[steps], jit = new double[jitKnown() ? steps : 0];
         for (int s = 0; s < TOY_WARMUP + steps; s++) {
-            if (plan != null && profile && s == TOY_WARMUP) plan.profile(true);
+            if (plan != null && profile != Profile.OFF && s == TOY_WARMUP) plan.profile(true);
             Map<String, Tensor> in = new HashMap<>();
             long[] ids = new long[t], tg = new long[t];
             for (int i = 0; i < t; i++) { ids[i] = rng.nextInt(v); tg[i] = rng.nextInt(v); }
@@ -283,7 +287,7 @@ public final class Bench {
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
-        List<String> prof = plan != null && profile ? arenaFirst(plan) : new ArrayList<>();
+        List<String> prof = plan != null && profile != Profile.OFF ? arenaFirst(plan, profile) : new ArrayList<>();
         return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
 

@@ -1018,6 +1018,27 @@ public final class Plan {
         return lines;
     }
 
+    /**
+     * The time of every step since {@link #profile}(true), in schedule order: per step its index, the
+     * let it computes (its first binder), what it runs (a matmul's shape and operand layouts as in
+     * {@link #profileReport}, otherwise the kind and the output's shape), the mean milliseconds per
+     * run, and a matmul's GFLOP/s. Shows where in the step the time goes, and which kernel follows
+     * which (what is still in cache).
+     */
+    public synchronized List<String> profileSteps() {
+        List<String> lines = new ArrayList<>(ops.size());
+        for (int i = 0; i < ops.size(); i++) {
+            Op op = ops.get(i);
+            long flops = matmulFlops(op);
+            String what = (flops > 0 ? matmulShape(op) : op.kind() + " " + ir.slots.get(op.step().out()).type().shape())
+                    + (Lower.isNative(op, ir.slots) ? "" : " [fallback]");
+            lines.add(String.format(Locale.ROOT, "%4d %-16s %-40s %9.3f ms%s", i, op.step().let().binders().getFirst().name(), what,
+                    runs == 0 ? 0 : nanos[i] / 1e6 / runs,
+                    flops > 0 && nanos[i] > 0 ? String.format(Locale.ROOT, " %.1f GFLOP/s", runs * (double) flops / nanos[i]) : ""));
+        }
+        return lines;
+    }
+
     /** Multiply-adds × 2 of one run of a matmul step (0 for any other step). */
     private long matmulFlops(Op op) {
         if (op.group() != null || !(op.step().instr() instanceof Instr.Matmul)) return 0;
