@@ -22,7 +22,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--warmup-seconds", paramLabel = "SECONDS", defaultValue = "5", description = "Warm-up time before the timed steps, for the JIT to compile the kernels; past it the warm-up goes on until the JIT has compiled nothing for 1 s (at most 60 s more and 400 steps in all), unless it is 0 (default: ${DEFAULT-VALUE}; at least 2 steps either way).") double warmup;
     @Option(names = "--step-times", description = "After the result line, every timed step's milliseconds in order, and the JIT's compilation time during each.") boolean stepTimes;
     @Option(names = "--profile", description = "After the result line, the time by instruction kind (plan engine).") boolean profile;
-    @Option(names = "--profile-steps", description = "Instead of --profile's kinds: every step of the plan in schedule order, with its let, what it runs and its mean milliseconds per train step.") boolean profileSteps;
+    @Option(names = "--profile-steps", description = "Instead of --profile's kinds: every step of the plan in schedule order, with its let, what it runs and its mean milliseconds per train step (plan engine).") boolean profileSteps;
     @Option(names = "--scaling", description = "Instead: time transform_ad and planning of medium-like train steps of 1 to 32 layers.") boolean scaling;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
@@ -38,6 +38,7 @@ final class BenchCommand implements Callable<Integer> {
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
         if (!(warmup >= 0)) throw new kina.ir.KinaException(null, "--warmup-seconds must be >= 0");
+        if (profile && profileSteps) throw new kina.ir.KinaException(null, "--profile and --profile-steps are exclusive: pick one");
         Bench.Result r = Bench.run(c, batch, steps, th, Trainer.Engine.parse(engine),
                 profileSteps ? Bench.Profile.STEPS : profile ? Bench.Profile.KINDS : Bench.Profile.OFF, (long) (warmup * 1e9));
         java.io.PrintWriter out = spec.commandLine().getOut();

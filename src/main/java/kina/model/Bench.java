@@ -119,6 +119,12 @@ public final class Bench {
     /** What {@code kina bench} profiles: nothing, the time by instruction kind, or every step of the schedule in order. */
     public enum Profile { OFF, KINDS, STEPS }
 
+    /** What the profile's times below the warm-up line are. */
+    static String timesOver(Profile profile, int steps) {
+        return profile == Profile.STEPS ? "times below: mean per train step over the " + steps + " timed ones"
+                : "times below summed over the " + steps + " timed ones";
+    }
+
     /** The plan's profile lines (by kind, or by step in schedule order) after one line giving its arena (the step's reused buffers). */
     static List<String> arenaFirst(Plan plan, Profile profile) {
         List<String> lines = new ArrayList<>();
@@ -172,8 +178,7 @@ public final class Bench {
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile != Profile.OFF ? arenaFirst(plan, profile) : new ArrayList<>();
-        if (plan != null && profile != Profile.OFF) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s; times below %s the %d timed ones",
-                warm, warmNanos / 1e9, profile == Profile.STEPS ? "per step, the mean of" : "summed over", steps));
+        if (plan != null && profile != Profile.OFF) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s; %s", warm, warmNanos / 1e9, timesOver(profile, steps)));
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
 
@@ -288,6 +293,7 @@ public final class Bench {
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         List<String> prof = plan != null && profile != Profile.OFF ? arenaFirst(plan, profile) : new ArrayList<>();
+        if (plan != null && profile != Profile.OFF) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps; %s", TOY_WARMUP, timesOver(profile, steps)));
         return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
 

@@ -816,7 +816,7 @@ public final class Plan {
         return b;
     }
 
-    /** Times every step by instruction kind from now on (see {@link #profileReport}). */
+    /** Times every step from now on, reported by instruction kind ({@link #profileReport}) or step by step ({@link #profileSteps}). */
     public synchronized void profile(boolean on) {
         profile = on;
         runs = 0;
@@ -1021,9 +1021,10 @@ public final class Plan {
     /**
      * The time of every step since {@link #profile}(true), in schedule order: per step its index, the
      * let it computes (its first binder), what it runs (a matmul's shape and operand layouts as in
-     * {@link #profileReport}, otherwise the kind and the output's shape), the mean milliseconds per
-     * run, and a matmul's GFLOP/s. Shows where in the step the time goes, and which kernel follows
-     * which (what is still in cache).
+     * {@link #profileReport}, otherwise the kind and the output's shape; " [fallback]" when no native
+     * kernel runs it), the mean milliseconds per run (four decimals: a toy step's kernels take
+     * microseconds), and a matmul's GFLOP/s. Shows where in the step the time goes, and which
+     * kernel follows which (what is still in cache).
      */
     public synchronized List<String> profileSteps() {
         List<String> lines = new ArrayList<>(ops.size());
@@ -1032,7 +1033,7 @@ public final class Plan {
             long flops = matmulFlops(op);
             String what = (flops > 0 ? matmulShape(op) : op.kind() + " " + ir.slots.get(op.step().out()).type().shape())
                     + (Lower.isNative(op, ir.slots) ? "" : " [fallback]");
-            lines.add(String.format(Locale.ROOT, "%4d %-16s %-40s %9.3f ms%s", i, op.step().let().binders().getFirst().name(), what,
+            lines.add(String.format(Locale.ROOT, "%4d %-16s %-40s %10.4f ms%s", i, op.step().let().binders().getFirst().name(), what,
                     runs == 0 ? 0 : nanos[i] / 1e6 / runs,
                     flops > 0 && nanos[i] > 0 ? String.format(Locale.ROOT, " %.1f GFLOP/s", runs * (double) flops / nanos[i]) : ""));
         }

@@ -29,17 +29,24 @@ class BenchCommandTest {
         CliTest.Result steps = CliTest.kina(concat(args, "--profile-steps")), kinds = CliTest.kina(concat(args, "--profile"));
         assertThat(steps.code()).as(steps.err()).isZero();
         assertThat(kinds.code()).as(kinds.err()).isZero();
-        assertThat(steps.out()).contains("profile: warm-up: 2 train steps").contains("per step, the mean of the 2 timed ones")
+        assertThat(steps.out()).contains("profile: warm-up: 2 train steps").contains("times below: mean per train step over the 2 timed ones")
                 .containsPattern("profile: arena [0-9.]+ MB in \\d+ buffers");
         java.util.List<String> lines = steps.out().lines().filter(l -> l.matches("  profile: +\\d+ .*")).toList();
         for (int i = 0; i < lines.size(); i++)                 // numbered in order, each with its let, what it runs and its time
-            assertThat(lines.get(i)).matches("  profile: +" + i + " \\S+ +\\S.* +\\d+\\.\\d{3} ms( [0-9.]+ GFLOP/s)?");
+            assertThat(lines.get(i)).matches("  profile: +" + i + " \\S+ +\\S.* +\\d+\\.\\d{4} ms( [0-9.]+ GFLOP/s)?");
         assertThat(lines).anyMatch(l -> l.contains(" matmul ") && l.endsWith("GFLOP/s"));
         // one line per step: as many as the kinds' kernels per run add up to
         int kernels = kinds.out().lines().map(l -> java.util.regex.Pattern.compile("\\((\\d+) kernels per run\\)").matcher(l))
                 .filter(java.util.regex.Matcher::find).mapToInt(m -> Integer.parseInt(m.group(1))).sum();
         assertThat(kernels).isPositive();
         assertThat(lines).hasSize(kernels);
+    }
+
+    @Test void profileAndProfileStepsAreExclusive() {
+        CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--batch", "1", "--warmup-seconds", "0", "--profile", "--profile-steps");
+        assertThat(r.code()).isNotZero();
+        assertThat(r.err().strip()).contains("--profile and --profile-steps are exclusive").doesNotContain("\tat ");
+        assertThat(r.out()).doesNotContain("kina bench:");
     }
 
     private static String[] concat(String[] a, String b) {

@@ -193,6 +193,32 @@ class PlanTest {
         assertThat(plan.arenaBytes()).isLessThan(plan.slotBytes() / 2);
     }
 
+    @Test void theStepProfileListsEveryStepWithItsMeanTime() {
+        Plan plan = Plan.compile(trainStep("tiny"));
+        Parallel.setThreads(1);
+        plan.profile(true);
+        int runs = 3;
+        for (int run = 0; run < runs; run++) plan.run(randomInputs(plan, run, Config.byName("tiny").vocab()));
+        List<String> steps = plan.profileSteps(), kinds = plan.profileReport();
+        assertThat(steps).hasSize(plan.steps());
+        double perRun = 0, summed = 0;
+        java.util.regex.Pattern ms = java.util.regex.Pattern.compile(" ([0-9.]+) ms");
+        for (int i = 0; i < steps.size(); i++) {
+            assertThat(steps.get(i)).startsWith(String.format("%4d ", i));
+            java.util.regex.Matcher m = ms.matcher(steps.get(i));
+            assertThat(m.find()).as(steps.get(i)).isTrue();
+            perRun += Double.parseDouble(m.group(1));
+        }
+        for (String k : kinds) {
+            java.util.regex.Matcher m = ms.matcher(k);
+            assertThat(m.find()).as(k).isTrue();
+            summed += Double.parseDouble(m.group(1));
+        }
+        // the step lines are means per run, the kinds' lines sums over the runs (rounded to 0.1 ms each)
+        assertThat(perRun).isPositive();
+        assertThat(perRun * runs).isCloseTo(summed, org.assertj.core.data.Offset.offset(0.05 * kinds.size() + 0.0001 * runs * steps.size()));
+    }
+
     @Test void reshapesAndFoldedTransposesAreNotSteps() {
         Program p = transformed("t", """
                 let a = tensor<F32, [2, 3], @host> in
