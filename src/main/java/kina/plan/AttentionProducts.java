@@ -99,22 +99,22 @@ final class AttentionProducts {
      * kt's padding: callers ignore them.
      */
     static void dots4(float[] a, int aOff, int aStride, float[] kt, int hd, int j0, int j1, float[] p, int ps) {
-        int q0 = aOff, q1 = q0 + aStride, q2 = q1 + aStride, q3 = q2 + aStride;
+        int s2 = 2 * aStride, s3 = 3 * aStride, aEnd = aOff + hd;
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         int j = j0;
         for (; j + LANES < j1; j += KB) {
-            int kb = j / KB * hd * KB;
             FloatVector a0 = z, a1 = z, b0 = z, b1 = z, c0 = z, c1 = z, d0 = z, d1 = z;
-            for (int e = 0; e < hd; e++) {
-                int r = kb + e * KB;
-                FloatVector k0 = FloatVector.fromArray(FS, kt, r), k1 = FloatVector.fromArray(FS, kt, r + LANES);
-                FloatVector x = FloatVector.broadcast(FS, a[q0 + e]);
+            // Row 0's index is the loop variable and the other rows sit constant strides after it (as in
+            // Matmul's in-place rows kernel): fewer live values than four row offsets and e.
+            for (int ai = aOff, bi = j / KB * hd * KB; ai < aEnd; ai++, bi += KB) {
+                FloatVector k0 = FloatVector.fromArray(FS, kt, bi), k1 = FloatVector.fromArray(FS, kt, bi + LANES);
+                FloatVector x = FloatVector.broadcast(FS, a[ai]);
                 a0 = x.fma(k0, a0); a1 = x.fma(k1, a1);
-                x = FloatVector.broadcast(FS, a[q1 + e]);
+                x = FloatVector.broadcast(FS, a[ai + aStride]);
                 b0 = x.fma(k0, b0); b1 = x.fma(k1, b1);
-                x = FloatVector.broadcast(FS, a[q2 + e]);
+                x = FloatVector.broadcast(FS, a[ai + s2]);
                 c0 = x.fma(k0, c0); c1 = x.fma(k1, c1);
-                x = FloatVector.broadcast(FS, a[q3 + e]);
+                x = FloatVector.broadcast(FS, a[ai + s3]);
                 d0 = x.fma(k0, d0); d1 = x.fma(k1, d1);
             }
             a0.intoArray(p, j); a1.intoArray(p, j + LANES);
@@ -123,14 +123,13 @@ final class AttentionProducts {
             d0.intoArray(p, 3 * ps + j); d1.intoArray(p, 3 * ps + j + LANES);
         }
         if (j < j1) {                                   // the first half of a block
-            int kb = j / KB * hd * KB;
             FloatVector a0 = z, b0 = z, c0 = z, d0 = z;
-            for (int e = 0; e < hd; e++) {
-                FloatVector k0 = FloatVector.fromArray(FS, kt, kb + e * KB);
-                a0 = FloatVector.broadcast(FS, a[q0 + e]).fma(k0, a0);
-                b0 = FloatVector.broadcast(FS, a[q1 + e]).fma(k0, b0);
-                c0 = FloatVector.broadcast(FS, a[q2 + e]).fma(k0, c0);
-                d0 = FloatVector.broadcast(FS, a[q3 + e]).fma(k0, d0);
+            for (int ai = aOff, bi = j / KB * hd * KB; ai < aEnd; ai++, bi += KB) {
+                FloatVector k0 = FloatVector.fromArray(FS, kt, bi);
+                a0 = FloatVector.broadcast(FS, a[ai]).fma(k0, a0);
+                b0 = FloatVector.broadcast(FS, a[ai + aStride]).fma(k0, b0);
+                c0 = FloatVector.broadcast(FS, a[ai + s2]).fma(k0, c0);
+                d0 = FloatVector.broadcast(FS, a[ai + s3]).fma(k0, d0);
             }
             a0.intoArray(p, j);
             b0.intoArray(p, ps + j);
@@ -388,11 +387,14 @@ final class AttentionProducts {
                     b2 = w.fma(FloatVector.fromArray(FS, xp, xj + 2 * LANES), b2);
                     b3 = w.fma(FloatVector.fromArray(FS, xp, xj + 3 * LANES), b3);
                 }
-                for (int j = top, endBot = bot + 1; j < endBot; j++) {
-                    int xj = xb + j * EB;
+                // The x index is the loop variable and row B's weight sits a constant distance after row A's: fewer
+                // live values, so C2 keeps the loop's bases in registers (hsdis: with j as the variable it reloaded
+                // xp's base from the stack every key).
+                int dBA = sB - sA;
+                for (int xj = xb + top * EB, sa = sA + top, xEnd = xb + (bot + 1) * EB; xj < xEnd; xj += EB, sa++) {
                     FloatVector v0 = FloatVector.fromArray(FS, xp, xj), v1 = FloatVector.fromArray(FS, xp, xj + LANES),
                             v2 = FloatVector.fromArray(FS, xp, xj + 2 * LANES), v3 = FloatVector.fromArray(FS, xp, xj + 3 * LANES);
-                    FloatVector wa = FloatVector.broadcast(FS, s[sA + j]), wb = FloatVector.broadcast(FS, s[sB + j]);
+                    FloatVector wa = FloatVector.broadcast(FS, s[sa]), wb = FloatVector.broadcast(FS, s[sa + dBA]);
                     a0 = wa.fma(v0, a0); a1 = wa.fma(v1, a1); a2 = wa.fma(v2, a2); a3 = wa.fma(v3, a3);
                     b0 = wb.fma(v0, b0); b1 = wb.fma(v1, b1); b2 = wb.fma(v2, b2); b3 = wb.fma(v3, b3);
                 }
