@@ -119,20 +119,28 @@ public final class Bench {
     /** What {@code kina bench} profiles: nothing, the time by instruction kind, or every step of the schedule in order. */
     public enum Profile { OFF, KINDS, STEPS }
 
-    /** What the profile's times below the warm-up line are. */
-    static String timesOver(Profile profile, int steps) {
-        return profile == Profile.STEPS ? "times below: mean per train step over the " + steps + " timed ones"
-                : "times below summed over the " + steps + " timed ones";
-    }
-
-    /** The plan's profile lines (by kind, or by step in schedule order) after one line giving its arena (the step's reused buffers). */
-    static List<String> arenaFirst(Plan plan, Profile profile) {
-        List<String> lines = new ArrayList<>();
-        lines.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse), constants %.1f MB, %d of %d carried values updated in place",
-                plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6, plan.constantBytes() / 1e6,
-                plan.carriedInPlace(), plan.carried().size()));
-        lines.addAll(profile == Profile.STEPS ? plan.profileSteps() : plan.profileReport());
-        return lines;
+    /**
+     * The result of the timed steps' {@code ms} (and the JIT's time during each, {@code jit}): min,
+     * median and max; with a plan and a profile asked for, its lines: {@code warmUp} and what the
+     * times below it are, the arena (the step's reused buffers), then the plan's profile by kind or
+     * by step in schedule order.
+     */
+    private static Result result(Config c, int batch, int threads, Trainer.Engine engine, Plan plan, Profile profile, String warmUp,
+                                 double[] ms, double[] jit) {
+        int steps = ms.length;
+        double[] sorted = ms.clone();
+        Arrays.sort(sorted);
+        double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
+        List<String> prof = new ArrayList<>();
+        if (plan != null && profile != Profile.OFF) {
+            prof.add(warmUp + (profile == Profile.STEPS ? "; times below: mean per train step over the " : "; times below summed over the ")
+                    + steps + " timed ones");
+            prof.add(String.format(Locale.ROOT, "arena %.1f MB in %d buffers (%.1f MB without reuse), constants %.1f MB, %d of %d carried values updated in place",
+                    plan.arenaBytes() / 1e6, plan.arenaBuffers(), plan.slotBytes() / 1e6, plan.constantBytes() / 1e6,
+                    plan.carriedInPlace(), plan.carried().size()));
+            prof.addAll(profile == Profile.STEPS ? plan.profileSteps() : plan.profileReport());
+        }
+        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
     }
     /** Warm-up steps of the toy (storylm0) step: it takes microseconds, so the JIT needs many more. */
     public static final int TOY_WARMUP = 2000;
@@ -174,12 +182,7 @@ public final class Bench {
             if (warm >= 0) ms[s - warm] = (t1 - t0) / 1e6;
             if (warm >= 0 && jit.length > 0) jit[s - warm] = jitMillis() - c0;
         }
-        double[] sorted = ms.clone();
-        Arrays.sort(sorted);
-        double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
-        List<String> prof = plan != null && profile != Profile.OFF ? arenaFirst(plan, profile) : new ArrayList<>();
-        if (plan != null && profile != Profile.OFF) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s; %s", warm, warmNanos / 1e9, timesOver(profile, steps)));
-        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
+        return result(c, batch, threads, engine, plan, profile, String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s", warm, warmNanos / 1e9), ms, jit);
     }
 
     /**
@@ -289,12 +292,7 @@ public final class Bench {
             if (s >= TOY_WARMUP) ms[s - TOY_WARMUP] = (t1 - t0) / 1e6;
             if (s >= TOY_WARMUP && jit.length > 0) jit[s - TOY_WARMUP] = jitMillis() - c0;
         }
-        double[] sorted = ms.clone();
-        Arrays.sort(sorted);
-        double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
-        List<String> prof = plan != null && profile != Profile.OFF ? arenaFirst(plan, profile) : new ArrayList<>();
-        if (plan != null && profile != Profile.OFF) prof.addFirst(String.format(Locale.ROOT, "warm-up: %d train steps; %s", TOY_WARMUP, timesOver(profile, steps)));
-        return new Result(c, 1, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
+        return result(c, 1, threads, engine, plan, profile, "warm-up: " + TOY_WARMUP + " train steps", ms, jit);
     }
 
     /**
