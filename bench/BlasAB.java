@@ -1,0 +1,97 @@
+/*
+ * kina's sgemm against OpenBLAS's in one JVM, call by call: each kina jar gets its own class
+ * loader (as bench/MatmulAB.java), OpenBLAS's cblas_sgemm is called through the FFM API on the same
+ * heap arrays (a critical downcall: no copies), and every round runs each side once, in an order
+ * that rotates, so all sides see the same second of the host (separate runs swing ±25 % here).
+ * Prints per shape each side's median GFLOP/s and, per jar, the median over rounds of its time
+ * over OpenBLAS's time in the same round (> 1: kina is slower).
+ *
+ *   java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED bench/BlasAB.java SETS ROUNDS target/kina.jar [/tmp/old.jar …] ["M K N NN|NT|TN" …]
+ *
+ * SETS: operand sets per shape, used round robin (1: the same arrays every call, hot in cache; 12:
+ * each call's operands were last touched 12 calls ago, as a train step's are). The library is
+ * Debian's libopenblas0-pthread (OPENBLAS_LIB overrides the path); it runs on 1 thread, as does kina.
+ */
+import java.lang.foreign.*;
+import java.lang.invoke.*;
+import java.net.*;
+import java.nio.file.*;
+import java.util.*;
+
+/** kina's sgemm (several builds) and OpenBLAS's, interleaved per call; median ratio of times per shape. */
+public class BlasAB {
+    public static void main(String[] args) throws Throwable {
+        if (args.length < 3) {
+            System.err.println("usage: java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED bench/BlasAB.java SETS ROUNDS JAR... [\"M K N NN\"...]");
+            System.exit(2);
+        }
+        int sets = Integer.parseInt(args[0]), rounds = Integer.parseInt(args[1]);
+        List<String> jars = new ArrayList<>(), shapes = new ArrayList<>();
+        for (int i = 2; i < args.length; i++) (args[i].endsWith(".jar") ? jars : shapes).add(args[i]);
+        if (shapes.isEmpty()) shapes = List.of("2048 256 256 NN", "2048 256 688 NN", "2048 688 256 NT", "256 2048 688 TN", "256 2048 256 TN");
+        List<MethodHandle> kina = new ArrayList<>();
+        for (String j : jars) {
+            ClassLoader cl = new URLClassLoader(new URL[] {Path.of(j).toUri().toURL()}, BlasAB.class.getClassLoader().getParent());
+            Class.forName("kina.eval.Parallel", true, cl).getMethod("setThreads", int.class).invoke(null, 1);
+            kina.add(MethodHandles.publicLookup().findStatic(Class.forName("kina.eval.Matmul", true, cl), "sgemm", MethodType.methodType(void.class,
+                    float[].class, boolean.class, float[].class, boolean.class, float[].class, int.class, int.class, int.class, int.class)));
+        }
+        String lib = System.getenv().getOrDefault("OPENBLAS_LIB", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0");
+        Linker linker = Linker.nativeLinker();
+        SymbolLookup blas = SymbolLookup.libraryLookup(Path.of(lib), Arena.global());
+        linker.downcallHandle(blas.find("openblas_set_num_threads").orElseThrow(), FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT)).invoke(1);
+        ValueLayout i32 = ValueLayout.JAVA_INT, f32 = ValueLayout.JAVA_FLOAT, ptr = ValueLayout.ADDRESS;
+        // cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
+        MethodHandle sgemm = linker.downcallHandle(blas.find("cblas_sgemm").orElseThrow(),
+                FunctionDescriptor.ofVoid(i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32), Linker.Option.critical(true));
+        final int rowMajor = 101, noTrans = 111, trans = 112, sides = kina.size() + 1;
+        StringBuilder head = new StringBuilder(String.format("%-18s", "M K N (sets " + sets + ")"));
+        for (String j : jars) head.append(String.format(" %14s", Path.of(j).getFileName()));
+        head.append(String.format(" %14s", "OpenBLAS"));
+        for (int q = 0; q < jars.size(); q++) head.append(String.format(" %8s", "ratio" + q));
+        System.out.println(head + "   (median GFLOP/s; ratio: kina time / OpenBLAS time, median of rounds)");
+        for (int pass = 0; pass < 2; pass++)              // pass 0 (untimed, at least 2 s a shape) warms every side for the JIT
+            for (String s : shapes) {
+                String[] f = s.trim().split("\\s+");
+                int m = Integer.parseInt(f[0]), k = Integer.parseInt(f[1]), n = Integer.parseInt(f[2]);
+                boolean ta = f[3].charAt(0) == 'T', tb = f[3].charAt(1) == 'T';
+                float[][] as = new float[sets][], bs = new float[sets][], os = new float[sets][];
+                Random r = new Random(1);
+                for (int t = 0; t < sets; t++) {
+                    as[t] = new float[m * k];
+                    bs[t] = new float[k * n];
+                    os[t] = new float[m * n];
+                    for (int i = 0; i < as[t].length; i++) as[t][i] = r.nextFloat() - 0.5f;
+                    for (int i = 0; i < bs[t].length; i++) bs[t][i] = r.nextFloat() - 0.5f;
+                }
+                int n0 = rounds;
+                double[][] gf = new double[sides][n0], ratio = new double[sides - 1][n0];
+                long warmEnd = System.nanoTime() + 2_000_000_000L;   // pass 0: at least 2 s of calls per shape
+                for (int round = 0, call = 0; round < n0 || (pass == 0 && System.nanoTime() < warmEnd); round++) {
+                    int it = round % n0;                          // the slot this round's times go to
+                    long[] ns = new long[sides];
+                    for (int q = 0; q < sides; q++) {
+                        int who = (q + it) % sides, t = call++ % sets;
+                        long t0 = System.nanoTime();
+                        if (who < kina.size()) kina.get(who).invoke(as[t], ta, bs[t], tb, os[t], 1, m, k, n);
+                        else sgemm.invoke(rowMajor, ta ? trans : noTrans, tb ? trans : noTrans, m, n, k, 1f, MemorySegment.ofArray(as[t]), ta ? m : k,
+                                MemorySegment.ofArray(bs[t]), tb ? k : n, 0f, MemorySegment.ofArray(os[t]), n);
+                        ns[who] = System.nanoTime() - t0;
+                    }
+                    for (int q = 0; q < sides; q++) gf[q][it] = 2.0 * m * k * n / ns[q];
+                    for (int q = 0; q < sides - 1; q++) ratio[q][it] = (double) ns[q] / ns[sides - 1];
+                }
+                if (pass == 0) continue;
+                StringBuilder line = new StringBuilder(String.format("%-18s", s));
+                for (double[] g : gf) line.append(String.format(" %14.1f", median(g)));
+                for (double[] x : ratio) line.append(String.format(" %8.3f", median(x)));
+                System.out.println(line);
+            }
+    }
+
+    static double median(double[] x) {
+        double[] c = x.clone();
+        Arrays.sort(c);
+        return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
+    }
+}
