@@ -24,13 +24,12 @@ import jdk.incubator.vector.VectorSpecies;
  * ({@link Parallel}) take disjoint output blocks (one batch element split by rows: B packed once
  * per K block and shared, blocks of about MC rows claimed one at a time, so a thread that runs
  * slow takes fewer); padding lanes and rows (zeros) land in a scratch
- * tile and are never written to {@code out}. With few column panels A is read in place instead of
- * packed (packing would cost about as much as the products, F32): a plain A (at most
- * {@link #DIRECT_PANELS} panels and K ≥ {@link #DIRECT_K}) by rows (that kernel continues chains
- * from {@code out}, each tile set to −0.0 just before), a transposed A (at most
- * {@link #DIRECT_COLS} panels) by its rows p, which already hold a panel's MR values side by side
- * (batched xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7× faster). Small products take a scalar loop
- * with the same order.
+ * tile and are never written to {@code out}. With few column panels a transposed A is read in
+ * place instead of packed (F32; at most {@link #DIRECT_COLS} panels): its rows p already hold a
+ * panel's MR values side by side (batched xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7×
+ * faster). A plain A is always packed: read in place by rows (a kernel of its own until session
+ * 13), 1024×128×128 NN and NT ran 11 % and 26 % slower than packed (bench/BlasAB.java). Small
+ * products take a scalar loop with the same order.
  *
  * <p>Measured on a 2-core AMD EPYC (Zen 3, AVX2) in bench/RESULTS.md: the 5 × 2-vector tile is
  * the widest C2 kept in the 16 ymm registers (6 × 2 spilled), and the loop variable must be the
@@ -64,12 +63,10 @@ public final class Matmul {
      */
     static final long SHARED_MIN = 1L << 26;
     /**
-     * When A is read in place instead of packed (F32): plain A with at most DIRECT_PANELS column
-     * panels and K ≥ DIRECT_K (below it the in-place kernel's per-tile start, −0.0 stored and loaded
-     * back, cost more than packing: attention's q·kᵀ, K = 32, ran ~10 % faster packed); transposed A
-     * with at most DIRECT_COLS (xᵀ·g with N = 128, 8 panels, ran ~5 % faster packed; N = 32 in place).
+     * A transposed A is read in place instead of packed (F32) when the output block has at most
+     * DIRECT_COLS column panels (xᵀ·g with N = 128, 8 panels, ran ~5 % faster packed; N = 32 in place).
      */
-    static final int DIRECT_PANELS = 8, DIRECT_K = 64, DIRECT_COLS = 4;
+    static final int DIRECT_COLS = 4;
 
     /** Rows of the scalar path's block. */
     static final int ROWS = 4;
@@ -225,8 +222,6 @@ public final class Matmul {
         enum AForm {
             /** Packed into MR-row panels ({@link #packAF32}). */
             PACKED,
-            /** Plain A in place: the MR rows of a panel, each contiguous in p ({@link #kernelRowsF32}). */
-            ROWS,
             /** transA in place: A's row p holds a panel's MR values for p contiguously ({@link #kernelColsF32}). */
             COLS
         }
@@ -237,10 +232,9 @@ public final class Matmul {
             int aBase = bt * m * k, bBase = bt * k * n, oBase = bt * m * n;
             int cols = j1 - j0, panels = (cols + NRF - 1) / NRF;
             int kcStep = Math.min(KC, k), mcStep = mcStep(i1 - i0);
-            // Few column panels: packing A would cost about as much as the products, so it is read in
-            // place (a transposed A is already laid out as MR-value columns, stride m); see
-            // DIRECT_PANELS. Only a ragged last row panel is packed then (at pa[0]).
-            AForm form = aForm(transA, panels, k);
+            // Few column panels: a transposed A is read in place (already laid out as MR-value columns,
+            // stride m); see DIRECT_COLS. Only a ragged last row panel is packed then (at pa[0]).
+            AForm form = aForm(transA, panels);
             if (s.b.length < panels * NRF * kcStep) s.b = new float[panels * NRF * kcStep];
             float[] pb = s.b;
             for (int pc = 0; pc < k; pc += kcStep) {
@@ -252,9 +246,8 @@ public final class Matmul {
         }
 
         /** How the micro-kernel reads A for an output block of {@code panels} column panels (see blockF32). */
-        static AForm aForm(boolean transA, int panels, int k) {
-            return transA ? (panels > DIRECT_COLS ? AForm.PACKED : AForm.COLS)
-                    : panels > DIRECT_PANELS || k < DIRECT_K ? AForm.PACKED : AForm.ROWS;
+        static AForm aForm(boolean transA, int panels) {
+            return transA && panels <= DIRECT_COLS ? AForm.COLS : AForm.PACKED;
         }
 
         /**
@@ -269,7 +262,7 @@ public final class Matmul {
             // run at one speed; the row blocks never change an output's chain, so any count gives the same bits).
             int t = Parallel.threads(), nb = roundUp(Math.max((m + MC - 1) / MC, t), t);
             int panels = (n + NRF - 1) / NRF, kcStep = Math.min(KC, k), mcStep = roundUp((m + nb - 1) / nb, MR), blocks = (m + mcStep - 1) / mcStep;
-            AForm form = aForm(transA, panels, k);
+            AForm form = aForm(transA, panels);
             ScratchF mine = ScratchF.get();                  // the caller's B scratch, shared for the call (rowBlockF32 reads only s.a, s.tile)
             if (mine.b.length < panels * NRF * kcStep) mine.b = new float[panels * NRF * kcStep];
             float[] pbf = mine.b;
@@ -318,32 +311,19 @@ public final class Matmul {
                 if (nr == NRF && full > 0 && form == AForm.PACKED) {
                     kernelF32(pa, 0, pb, bo, kc, out, oBase + ic * n + j, n, load, full / MR);
                     ip0 = full / MR;
-                } else if (nr == NRF && full > 0 && form == AForm.ROWS) {
-                    kernelRowsF32(a, aBase + ic * k + pc, k, pb, bo, kc, out, oBase + ic * n + j, n, full / MR, !load);
-                    ip0 = full / MR;
                 }
                 for (int ip = ip0; ip * MR < mc; ip++) {
                     int i = ic + ip * MR, mr = Math.min(MR, ic + mc - i);
                     // Edge tiles (padding rows or lanes) run on the scratch tile; only their real part reaches out.
-                    boolean edge = mr < MR || nr < NRF, rows = form == AForm.ROWS && mr == MR;
+                    boolean edge = mr < MR || nr < NRF;
                     float[] c = edge ? tile : out;
                     int co = edge ? 0 : oBase + i * n + j, ldc = edge ? NRF : n;
-                    // The in-place rows kernel always continues chains: start them at −0.0 just before, while in L1
-                    // (here for tiles on the scratch tile; a full panel's tiles do it inside kernelRowsF32).
-                    if (rows && !load) negZeroF32(c, co, ldc);
-                    else if (edge && load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
-                    if (rows) kernelRowsF32(a, aBase + i * k + pc, k, pb, bo, kc, c, co, ldc);
-                    else if (form == AForm.PACKED || mr < MR) kernelF32(pa, form == AForm.PACKED ? ip * kc * MR : 0, pb, bo, kc, c, co, ldc, load);
+                    if (edge && load) for (int r = 0; r < mr; r++) System.arraycopy(out, oBase + (i + r) * n + j, tile, r * NRF, nr);
+                    if (form == AForm.PACKED || mr < MR) kernelF32(pa, form == AForm.PACKED ? ip * kc * MR : 0, pb, bo, kc, c, co, ldc, load);
                     else kernelColsF32(a, aBase + pc * m + i, m, pb, bo, kc, c, co, ldc, load);
                     if (edge) for (int r = 0; r < mr; r++) System.arraycopy(tile, r * NRF, out, oBase + (i + r) * n + j, nr);
                 }
             }
-        }
-
-        /** c[co + r·ldc + j] = −0.0 for r < MR, j < NR: a tile's chains before their first product. */
-        static void negZeroF32(float[] c, int co, int ldc) {
-            FloatVector z = FloatVector.broadcast(FS, -0.0f);
-            for (int r = 0, o = co; r < MR; r++, o += ldc) { z.intoArray(c, o); z.intoArray(c, o + FL); }
         }
 
         /**
@@ -357,7 +337,7 @@ public final class Matmul {
             int nOut = bs.length, kcStep = Math.min(KC, k);
             int[] off = new int[nOut + 1];                   // panels before output t
             for (int t = 0; t < nOut; t++) off[t + 1] = off[t] + (ns[t] + NRF - 1) / NRF;
-            AForm form = aForm(transA, panels, k);
+            AForm form = aForm(transA, panels);
             boolean parallel = work >= PARALLEL_MIN && Parallel.threads() > 1;
             int tr = parallel ? Parallel.threads() : 1, nb = roundUp(Math.max((m + MC - 1) / MC, tr), tr);
             int mcStep = parallel ? roundUp((m + nb - 1) / nb, MR) : mcStep(m), blocks = (m + mcStep - 1) / mcStep;
@@ -490,50 +470,6 @@ public final class Matmul {
                     c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
                 }
                 int o = co;
-                c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
-                c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
-                c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
-                c30.intoArray(c, o); c31.intoArray(c, o + FL); o += ldc;
-                c40.intoArray(c, o); c41.intoArray(c, o + FL);
-            }
-        }
-
-        /**
-         * {@link #kernelF32} reading plain A in place, A(r, p) = a[ao + r·lda + p], and always continuing
-         * the chains stored in c (C2 compiled this form ~2× slower when the tile started from a constant).
-         */
-        static void kernelRowsF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc) {
-            kernelRowsF32(a, ao, lda, pb, bo, kc, c, co, ldc, 1, false);
-        }
-
-        /**
-         * {@link #kernelRowsF32} for {@code tiles} tiles down the rows (tile t: A's rows from ao + t·MR·lda,
-         * outputs from co + t·MR·ldc), each first set to −0.0 when {@code zero} (one call per column panel).
-         */
-        static void kernelRowsF32(float[] a, int ao, int lda, float[] pb, int bo, int kc, float[] c, int co, int ldc, int tiles, boolean zero) {
-            for (int t = 0; t < tiles; t++, ao += MR * lda, co += MR * ldc) {
-                if (zero) negZeroF32(c, co, ldc);
-                int o = co;
-                FloatVector c00 = FloatVector.fromArray(FS, c, o), c01 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                FloatVector c10 = FloatVector.fromArray(FS, c, o), c11 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                FloatVector c20 = FloatVector.fromArray(FS, c, o), c21 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                FloatVector c30 = FloatVector.fromArray(FS, c, o), c31 = FloatVector.fromArray(FS, c, o + FL); o += ldc;
-                FloatVector c40 = FloatVector.fromArray(FS, c, o), c41 = FloatVector.fromArray(FS, c, o + FL);
-                int l2 = 2 * lda, l3 = 3 * lda, l4 = 4 * lda;
-                for (int ai = ao, bi = bo, end = ao + kc; ai < end; ai++, bi += NRF) {
-                    FloatVector b0 = FloatVector.fromArray(FS, pb, bi), b1 = FloatVector.fromArray(FS, pb, bi + FL);
-                    FloatVector x = FloatVector.broadcast(FS, a[ai]);
-                    c00 = x.fma(b0, c00); c01 = x.fma(b1, c01);
-                    x = FloatVector.broadcast(FS, a[ai + lda]);
-                    c10 = x.fma(b0, c10); c11 = x.fma(b1, c11);
-                    x = FloatVector.broadcast(FS, a[ai + l2]);
-                    c20 = x.fma(b0, c20); c21 = x.fma(b1, c21);
-                    x = FloatVector.broadcast(FS, a[ai + l3]);
-                    c30 = x.fma(b0, c30); c31 = x.fma(b1, c31);
-                    x = FloatVector.broadcast(FS, a[ai + l4]);
-                    c40 = x.fma(b0, c40); c41 = x.fma(b1, c41);
-                }
-                o = co;
                 c00.intoArray(c, o); c01.intoArray(c, o + FL); o += ldc;
                 c10.intoArray(c, o); c11.intoArray(c, o + FL); o += ldc;
                 c20.intoArray(c, o); c21.intoArray(c, o + FL); o += ldc;
