@@ -1,8 +1,9 @@
 /*
  * kina's sgemm against OpenBLAS's in one JVM, call by call: each kina jar gets its own class
- * loader (as bench/MatmulAB.java), OpenBLAS's cblas_sgemm is called through the FFM API on the same
- * heap arrays (a critical downcall: no copies), and every round runs each side once, in an order
- * that rotates, so all sides see the same second of the host (separate runs swing ±25 % here).
+ * loader (as bench/MatmulAB.java), OpenBLAS's cblas_sgemm is called through the FFM API on Java heap
+ * arrays (a critical downcall: no copies), and every round runs each side once, in an order that
+ * rotates, so all sides see the same second of the host (separate runs swing ±25 % here). Each call
+ * takes the next of SETS operand sets (same shapes and values), whichever side makes it.
  * Prints per shape each side's median GFLOP/s and, per jar, the median over rounds of its time
  * over OpenBLAS's time in the same round (> 1: kina is slower).
  *
@@ -26,6 +27,7 @@ public class BlasAB {
             System.exit(2);
         }
         int sets = Integer.parseInt(args[0]), rounds = Integer.parseInt(args[1]);
+        if (sets < 1 || rounds < 1) usage("SETS and ROUNDS must be >= 1");
         List<String> jars = new ArrayList<>(), shapes = new ArrayList<>();
         for (int i = 2; i < args.length; i++) (args[i].endsWith(".jar") ? jars : shapes).add(args[i]);
         if (shapes.isEmpty()) shapes = List.of("2048 256 256 NN", "2048 256 688 NN", "2048 688 256 NT", "256 2048 688 TN", "256 2048 256 TN");
@@ -50,43 +52,56 @@ public class BlasAB {
         head.append(String.format(" %14s", "OpenBLAS"));
         for (int q = 0; q < jars.size(); q++) head.append(String.format(" %8s", "ratio" + q));
         System.out.println(head + "   (median GFLOP/s; ratio: kina time / OpenBLAS time, median of rounds)");
-        for (int pass = 0; pass < 2; pass++)              // pass 0 (untimed, at least 2 s a shape) warms every side for the JIT
-            for (String s : shapes) {
-                String[] f = s.trim().split("\\s+");
-                int m = Integer.parseInt(f[0]), k = Integer.parseInt(f[1]), n = Integer.parseInt(f[2]);
-                boolean ta = f[3].charAt(0) == 'T', tb = f[3].charAt(1) == 'T';
-                float[][] as = new float[sets][], bs = new float[sets][], os = new float[sets][];
-                Random r = new Random(1);
-                for (int t = 0; t < sets; t++) {
-                    as[t] = new float[m * k];
-                    bs[t] = new float[k * n];
-                    os[t] = new float[m * n];
-                    for (int i = 0; i < as[t].length; i++) as[t][i] = r.nextFloat() - 0.5f;
-                    for (int i = 0; i < bs[t].length; i++) bs[t][i] = r.nextFloat() - 0.5f;
-                }
-                int n0 = rounds;
-                double[][] gf = new double[sides][n0], ratio = new double[sides - 1][n0];
-                long warmEnd = System.nanoTime() + 2_000_000_000L;   // pass 0: at least 2 s of calls per shape
-                for (int round = 0, call = 0; round < n0 || (pass == 0 && System.nanoTime() < warmEnd); round++) {
-                    int it = round % n0;                          // the slot this round's times go to
-                    long[] ns = new long[sides];
+        for (String s : shapes) {
+            String[] f = s.trim().split("\\s+");
+            if (f.length != 4 || !f[3].matches("[NT][NT]") || !(f[0] + f[1] + f[2]).matches("\\d+")) usage("shape '" + s + "': want \"M K N NN|NT|TN|TT\"");
+            int m = Integer.parseInt(f[0]), k = Integer.parseInt(f[1]), n = Integer.parseInt(f[2]);
+            boolean ta = f[3].charAt(0) == 'T', tb = f[3].charAt(1) == 'T';
+            float[][] as = new float[sets][], bs = new float[sets][], os = new float[sets][];
+            Random r = new Random(1);
+            for (int t = 0; t < sets; t++) {
+                as[t] = new float[m * k];
+                bs[t] = new float[k * n];
+                os[t] = new float[m * n];
+                for (int i = 0; i < as[t].length; i++) as[t][i] = r.nextFloat() - 0.5f;
+                for (int i = 0; i < bs[t].length; i++) bs[t][i] = r.nextFloat() - 0.5f;
+            }
+            double[][] gf = new double[sides][rounds], ratio = new double[sides - 1][rounds];
+            int[] call = {0};
+            // One round: each side once, the order rotated by the round number, each call on the next operand set.
+            java.util.function.IntFunction<long[]> oneRound = round -> {
+                long[] ns = new long[sides];
+                try {
                     for (int q = 0; q < sides; q++) {
-                        int who = (q + it) % sides, t = call++ % sets;
+                        int who = (q + round) % sides, t = call[0]++ % sets;
                         long t0 = System.nanoTime();
                         if (who < kina.size()) kina.get(who).invoke(as[t], ta, bs[t], tb, os[t], 1, m, k, n);
                         else sgemm.invoke(rowMajor, ta ? trans : noTrans, tb ? trans : noTrans, m, n, k, 1f, MemorySegment.ofArray(as[t]), ta ? m : k,
                                 MemorySegment.ofArray(bs[t]), tb ? k : n, 0f, MemorySegment.ofArray(os[t]), n);
                         ns[who] = System.nanoTime() - t0;
                     }
-                    for (int q = 0; q < sides; q++) gf[q][it] = 2.0 * m * k * n / ns[q];
-                    for (int q = 0; q < sides - 1; q++) ratio[q][it] = (double) ns[q] / ns[sides - 1];
+                } catch (Throwable e) {
+                    throw new RuntimeException(e);
                 }
-                if (pass == 0) continue;
-                StringBuilder line = new StringBuilder(String.format("%-18s", s));
-                for (double[] g : gf) line.append(String.format(" %14.1f", median(g)));
-                for (double[] x : ratio) line.append(String.format(" %8.3f", median(x)));
-                System.out.println(line);
+                return ns;
+            };
+            long warmEnd = System.nanoTime() + 2_000_000_000L;      // warm-up, untimed: ROUNDS rounds and at least 2 s (the JIT)
+            for (int round = 0; round < rounds || System.nanoTime() < warmEnd; round++) oneRound.apply(round);
+            for (int round = 0; round < rounds; round++) {
+                long[] ns = oneRound.apply(round);
+                for (int q = 0; q < sides; q++) gf[q][round] = 2.0 * m * k * n / ns[q];
+                for (int q = 0; q < sides - 1; q++) ratio[q][round] = (double) ns[q] / ns[sides - 1];
             }
+            StringBuilder line = new StringBuilder(String.format("%-18s", s));
+            for (double[] g : gf) line.append(String.format(" %14.1f", median(g)));
+            for (double[] x : ratio) line.append(String.format(" %8.3f", median(x)));
+            System.out.println(line);
+        }
+    }
+
+    static void usage(String why) {
+        System.err.println("BlasAB: " + why);
+        System.exit(2);
     }
 
     static double median(double[] x) {

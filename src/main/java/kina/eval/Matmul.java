@@ -28,8 +28,8 @@ import jdk.incubator.vector.VectorSpecies;
  * place instead of packed (F32; at most {@link #DIRECT_COLS} panels): its rows p already hold a
  * panel's MR values side by side (batched xᵀ·g-like products, K = M = 128, N = 32, ran ~1.7×
  * faster). A plain A is always packed: read in place by rows (a kernel of its own until session
- * 13), 1024×128×128 NN and NT ran 11 % and 26 % slower than packed (bench/BlasAB.java). Small
- * products take a scalar loop with the same order.
+ * 13), 1024×128×128 NN and NT ran 18 % and 10 % slower than packed (bench/BlasAB.java, one run).
+ * Small products take a scalar loop with the same order.
  *
  * <p>Measured on a 2-core AMD EPYC (Zen 3, AVX2) in bench/RESULTS.md: the 5 × 2-vector tile is
  * the widest C2 kept in the 16 ymm registers (6 × 2 spilled), and the loop variable must be the

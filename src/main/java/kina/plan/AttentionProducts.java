@@ -104,8 +104,8 @@ final class AttentionProducts {
         int j = j0;
         for (; j + LANES < j1; j += KB) {
             FloatVector a0 = z, a1 = z, b0 = z, b1 = z, c0 = z, c1 = z, d0 = z, d1 = z;
-            // Row 0's index is the loop variable and the other rows sit constant strides after it (as in
-            // Matmul's in-place rows kernel): fewer live values than four row offsets and e.
+            // Row 0's index is the loop variable and the other rows sit constant strides after it: fewer
+            // live values than four row offsets and e.
             for (int ai = aOff, bi = j / KB * hd * KB; ai < aEnd; ai++, bi += KB) {
                 FloatVector k0 = FloatVector.fromArray(FS, kt, bi), k1 = FloatVector.fromArray(FS, kt, bi + LANES);
                 FloatVector x = FloatVector.broadcast(FS, a[ai]);
