@@ -28,27 +28,10 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
-    c = tr.CONFIGS[args.config]
-    gen = torch.Generator().manual_seed(1)
-    params = {}
-    for name, shape in tr.weight_shapes(c):
-        params[name] = (torch.ones(shape) if len(shape) == 1 else 0.02 * torch.randn(shape, generator=gen)).requires_grad_(True)
-    order = [params[n] for n, _ in tr.weight_shapes(c)]
-    opt = torch.optim.AdamW([{"params": [p for p in order if p.dim() == 2], "weight_decay": tr.WEIGHT_DECAY},
-                             {"params": [p for p in order if p.dim() != 2], "weight_decay": 0.0}],
-                            lr=tr.LR, betas=(tr.BETA1, tr.BETA2), eps=tr.ADAM_EPS)
-    cos, sin = tr.rope_tables(c)
-    mask = ~torch.ones(c["seq"], c["seq"], dtype=torch.bool).tril()
-    data = torch.Generator().manual_seed(42)
+    next_batch, train_step = tr.make_train_step(tr.CONFIGS[args.config], args.batch)
 
     def step():
-        ids = torch.randint(0, 256, (args.batch, c["seq"]), generator=data)
-        targets = torch.randint(0, 256, (args.batch * c["seq"],), generator=data)
-        opt.zero_grad(set_to_none=True)
-        loss = tr.loss_fn(c, params, ids, targets, cos, sin, mask)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(order, tr.CLIP)
-        opt.step()
+        train_step(*next_batch())
 
     for _ in range(6):
         step()

@@ -194,6 +194,40 @@ def positive(text):
     return v
 
 
+def make_train_step(c, batch):
+    """The benchmarked step of config c: (next_batch, train_step). next_batch() draws a random byte
+    batch (ids [batch, seq], targets [batch·seq]); train_step(ids, targets) runs forward, backward,
+    gradient-norm clipping and AdamW on weights initialised as kina's bench does, and returns the loss.
+    Also used by bench/torch_profile.py."""
+    gen = torch.Generator().manual_seed(1)
+    params = {}
+    for name, shape in weight_shapes(c):
+        params[name] = (torch.ones(shape) if len(shape) == 1 else 0.02 * torch.randn(shape, generator=gen)).requires_grad_(True)
+    order = [params[n] for n, _ in weight_shapes(c)]
+    opt = torch.optim.AdamW([{"params": [p for p in order if p.dim() == 2], "weight_decay": WEIGHT_DECAY},
+                             {"params": [p for p in order if p.dim() != 2], "weight_decay": 0.0}],
+                            lr=LR, betas=(BETA1, BETA2), eps=ADAM_EPS)
+    cos, sin = rope_tables(c)
+    mask = ~torch.ones(c["seq"], c["seq"], dtype=torch.bool).tril()
+    data = torch.Generator().manual_seed(42)
+    v = 256 if c["vocab"] >= 256 else c["vocab"]
+
+    def next_batch():
+        ids = torch.randint(0, v, (batch, c["seq"]), generator=data)
+        targets = torch.randint(0, v, (batch * c["seq"],), generator=data)
+        return ids, targets
+
+    def train_step(ids, targets):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(c, params, ids, targets, cos, sin, mask)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(order, CLIP)
+        opt.step()
+        return loss
+
+    return next_batch, train_step
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", default="small", choices=sorted(CONFIGS) + ["storylm0"])
@@ -210,17 +244,7 @@ def main():
     if args.warmup is None:
         args.warmup = 2
     c = CONFIGS[args.config]
-    gen = torch.Generator().manual_seed(1)
-    params = {}
-    for name, shape in weight_shapes(c):
-        params[name] = (torch.ones(shape) if len(shape) == 1 else 0.02 * torch.randn(shape, generator=gen)).requires_grad_(True)
-    order = [params[n] for n, _ in weight_shapes(c)]
-    opt = torch.optim.AdamW([{"params": [p for p in order if p.dim() == 2], "weight_decay": WEIGHT_DECAY},
-                             {"params": [p for p in order if p.dim() != 2], "weight_decay": 0.0}],
-                            lr=LR, betas=(BETA1, BETA2), eps=ADAM_EPS)
-    cos, sin = rope_tables(c)
-    mask = ~torch.ones(c["seq"], c["seq"], dtype=torch.bool).tril()
-    data = torch.Generator().manual_seed(42)
+    next_batch, train_step = make_train_step(c, args.batch)
     ms = []
     warm_until = time.perf_counter() + args.warmup_seconds
     warm = None                                   # warm-up steps, once they are over (as kina bench)
@@ -228,14 +252,9 @@ def main():
     while warm is None or s < warm + args.steps:
         if warm is None and s >= args.warmup and (time.perf_counter() >= warm_until or s >= 200):
             warm = s
-        ids = torch.randint(0, 256 if c["vocab"] >= 256 else c["vocab"], (args.batch, c["seq"]), generator=data)
-        targets = torch.randint(0, 256 if c["vocab"] >= 256 else c["vocab"], (args.batch * c["seq"],), generator=data)
+        ids, targets = next_batch()               # drawn outside the timed window
         t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(c, params, ids, targets, cos, sin, mask)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(order, CLIP)
-        opt.step()
+        loss = train_step(ids, targets)
         t1 = time.perf_counter()
         if not math.isfinite(loss.item()):
             sys.exit(f"torch bench: loss {loss.item()} at step {s + 1}")
