@@ -638,8 +638,9 @@ public final class Matmul {
 
     /** Small products: rows in blocks of {@link #ROWS}, the inner loop over j, same fma order. */
     private static void smallF32(float[] a, boolean transA, float[] b, boolean transB, float[] out, int batch, int m, int k, int n) {
-        float[] pa = transA ? packT(a, batch, k, m) : a;          // [batch, m, k]
-        float[] pb = transB ? packT(b, batch, n, k) : b;          // [batch, k, n]
+        float[][] t = SMALL_T.get();                                // the caller's: the workers below only read them
+        float[] pa = transA ? (t[0] = packT(a, batch, k, m, t[0])) : a;          // [batch, m, k]
+        float[] pb = transB ? (t[1] = packT(b, batch, n, k, t[1])) : b;          // [batch, k, n]
         int blocks = (m + ROWS - 1) / ROWS;
         Parallel.forEach(batch * blocks, (long) batch * m * k * n, chunk -> {
             int bt = chunk / blocks, i0 = (chunk % blocks) * ROWS;
@@ -690,9 +691,12 @@ public final class Matmul {
         });
     }
 
-    /** x [batch, r, c] → [batch, c, r]. */
-    static float[] packT(float[] x, int batch, int r, int c) {
-        float[] y = new float[batch * r * c];
+    /** Per-thread transposed copies of the scalar path's operands (F32): no allocation per product. */
+    private static final ThreadLocal<float[][]> SMALL_T = ThreadLocal.withInitial(() -> new float[2][0]);
+
+    /** x [batch, r, c] → [batch, c, r], into {@code y} when it is long enough, else into a new array; returns it. */
+    static float[] packT(float[] x, int batch, int r, int c, float[] y) {
+        if (y.length < batch * r * c) y = new float[batch * r * c];
         for (int bt = 0; bt < batch; bt++) {
             int base = bt * r * c;
             for (int i = 0; i < r; i++) for (int j = 0; j < c; j++) y[base + j * r + i] = x[base + i * c + j];

@@ -28,21 +28,25 @@ public final class Bench {
     /**
      * The timings of one bench run; {@code profile} is empty unless asked for (plan engine only);
      * {@code stepMs} holds every timed step's milliseconds in the order they ran, {@code jitMs} the JIT's
-     * compilation time during each (empty where the JVM does not tell it).
+     * compilation time during each (empty where the JVM does not tell it); {@code heapBytesPerStep} the
+     * heap the JVM's threads allocated per timed step, on average (−1 where the JVM does not tell it).
      */
     public record Result(Config config, int batch, int threads, Trainer.Engine engine, int steps, double minMs, double medianMs,
-                         double maxMs, List<String> profile, double[] stepMs, double[] jitMs) {
+                         double maxMs, List<String> profile, double[] stepMs, double[] jitMs, double heapBytesPerStep) {
         /**
          * The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=…
-         * max=… tokens/s=… peak_rss_mb=…}; the last field (the process's peak resident set, as bench/torch_reference.py
-         * prints it) only where /proc/self/status tells it.
+         * max=… tokens/s=… peak_rss_mb=… heap_kb_per_step=…}; peak_rss_mb (the process's peak resident set, as
+         * bench/torch_reference.py prints it) only where /proc/self/status tells it, heap_kb_per_step (the heap a
+         * timed step allocates: the arena and the kernels' scratch are reused, so a warm step allocates next to
+         * nothing) only where the JVM tells it.
          */
         public String line() {
             double tokensPerSecond = (double) batch * config.seq() / (medianMs / 1000);
             long rssKb = peakRssKb();
             return String.format(Locale.ROOT, "kina bench: config=%s batch=%d threads=%d engine=%s steps=%d ms/step min=%s median=%s max=%s tokens/s=%.0f",
                     config.name(), batch, threads, engine.name().toLowerCase(Locale.ROOT), steps, ms(minMs, config.toy()), ms(medianMs, config.toy()), ms(maxMs, config.toy()), tokensPerSecond)
-                    + (rssKb > 0 ? String.format(Locale.ROOT, " peak_rss_mb=%.0f", rssKb / 1024.0) : "");
+                    + (rssKb > 0 ? String.format(Locale.ROOT, " peak_rss_mb=%.0f", rssKb / 1024.0) : "")
+                    + (heapBytesPerStep >= 0 ? String.format(Locale.ROOT, " heap_kb_per_step=%.1f", heapBytesPerStep / 1024) : "");
         }
 
         /** {@code steps_ms: t1 t2 …}: every timed step in the order it ran (shows whether slow steps come in phases). */
@@ -73,6 +77,14 @@ public final class Bench {
             return -1;       // no procfs: the field is left out
         }
         return -1;
+    }
+
+    private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
+
+    /** The heap bytes all the JVM's threads have allocated so far, or −1 where it does not tell (com.sun.management). */
+    static long allocatedBytes() {
+        return THREADS instanceof com.sun.management.ThreadMXBean t && t.isThreadAllocatedMemorySupported() && t.isThreadAllocatedMemoryEnabled()
+                ? t.getTotalThreadAllocatedBytes() : -1;
     }
 
     private static final java.lang.management.CompilationMXBean JIT = java.lang.management.ManagementFactory.getCompilationMXBean();
@@ -126,7 +138,7 @@ public final class Bench {
      * by step in schedule order.
      */
     private static Result result(Config c, int batch, int threads, Trainer.Engine engine, Plan plan, Profile profile, String warmUp,
-                                 double[] ms, double[] jit) {
+                                 double[] ms, double[] jit, long heapBytes) {
         int steps = ms.length;
         double[] sorted = ms.clone();
         Arrays.sort(sorted);
@@ -140,7 +152,8 @@ public final class Bench {
                     plan.carriedInPlace(), plan.carried().size()));
             prof.addAll(profile == Profile.STEPS ? plan.profileSteps() : plan.profileReport());
         }
-        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit);
+        return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit,
+                heapBytes < 0 ? -1 : (double) heapBytes / steps);
     }
     /** Warm-up steps of the toy (storylm0) step: it takes microseconds, so the JIT needs many more. */
     public static final int TOY_WARMUP = 2000;
@@ -166,7 +179,7 @@ public final class Bench {
         double[] ms = new double[steps], jit = new double[jitKnown() ? steps : 0];
         long warmFrom = System.nanoTime(), lastJit = warmFrom;   // elapsed times are compared: a huge warm-up must not overflow
         int warm = -1;                                   // steps of warm-up, once they are over
-        long warmNanos = 0;
+        long warmNanos = 0, heap = allocatedBytes() < 0 ? -1 : 0;
         for (int s = 0; warm < 0 || s < warm + steps; s++) {
             long now = System.nanoTime();
             if (warm < 0 && warmUpOver(s, now - warmFrom, now - lastJit, warmupNanos, jit.length > 0)) {
@@ -175,14 +188,15 @@ public final class Bench {
                 if (plan != null && profile != Profile.OFF) plan.profile(true);
             }
             Map<String, Tensor> in = step.next();            // built outside the timed window
-            long c0 = jitMillis(), t0 = System.nanoTime();
+            long a0 = heap < 0 ? 0 : allocatedBytes(), c0 = jitMillis(), t0 = System.nanoTime();
             step.run(in);
             long t1 = System.nanoTime();
+            if (warm >= 0 && heap >= 0) heap += allocatedBytes() - a0;
             if (warm < 0 && jitMillis() > c0) lastJit = t1;
             if (warm >= 0) ms[s - warm] = (t1 - t0) / 1e6;
             if (warm >= 0 && jit.length > 0) jit[s - warm] = jitMillis() - c0;
         }
-        return result(c, batch, threads, engine, plan, profile, String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s", warm, warmNanos / 1e9), ms, jit);
+        return result(c, batch, threads, engine, plan, profile, String.format(Locale.ROOT, "warm-up: %d train steps in %.1f s", warm, warmNanos / 1e9), ms, jit, heap);
     }
 
     /**
@@ -278,6 +292,7 @@ public final class Bench {
         Tensor lr = Trainer.scalar((double) (float) 0.1);
         SplittableRandom rng = new SplittableRandom(42);
         double[] ms = new double[steps], jit = new double[jitKnown() ? steps : 0];
+        long heap = allocatedBytes() < 0 ? -1 : 0;
         for (int s = 0; s < TOY_WARMUP + steps; s++) {
             if (plan != null && profile != Profile.OFF && s == TOY_WARMUP) plan.profile(true);
             Map<String, Tensor> in = new HashMap<>();
@@ -286,13 +301,14 @@ public final class Bench {
             in.put("token_ids", Tensor.ofInts(TensorType.host(DType.I64, 1, t), ids));
             in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, 1, t), tg));
             in.put("lr", lr);
-            long c0 = jitMillis(), t0 = System.nanoTime();
+            long a0 = heap < 0 ? 0 : allocatedBytes(), c0 = jitMillis(), t0 = System.nanoTime();
             step.run(in);
             long t1 = System.nanoTime();
+            if (s >= TOY_WARMUP && heap >= 0) heap += allocatedBytes() - a0;
             if (s >= TOY_WARMUP) ms[s - TOY_WARMUP] = (t1 - t0) / 1e6;
             if (s >= TOY_WARMUP && jit.length > 0) jit[s - TOY_WARMUP] = jitMillis() - c0;
         }
-        return result(c, 1, threads, engine, plan, profile, "warm-up: " + TOY_WARMUP + " train steps", ms, jit);
+        return result(c, 1, threads, engine, plan, profile, "warm-up: " + TOY_WARMUP + " train steps", ms, jit, heap);
     }
 
     /**

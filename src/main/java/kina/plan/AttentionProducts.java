@@ -30,18 +30,18 @@ final class AttentionProducts {
     static final int KB = 2 * LANES;
 
     /**
-     * Per-thread scratch: QK [0] = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head;
-     * qkSoftmaxGrad also [2] = 4 product rows, [3] = the PK operand's head. Copies
-     * are contiguous, in blocks of a constant width: C2 drops the range checks of an index
-     * j·constant + offset, not of j·stride, and walking a head in place (rows H·hd floats apart,
-     * often 512 bytes) kept only a few L1 sets busy.
+     * This thread's scratch ({@link Scratch#products}), [0] to [3] at least n0 … n3 floats long: QK [0]
+     * = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head; qkSoftmaxGrad also [2] = 4
+     * product rows, [3] = the PK operand's head. Copies are contiguous, in blocks of a constant
+     * width: C2 drops the range checks of an index j·constant + offset, not of j·stride, and walking
+     * a head in place (rows H·hd floats apart, often 512 bytes) kept only a few L1 sets busy.
      */
-    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[4][0]);
-
-    /** The scratch arrays, the i-th at least n[i] long (at most four). */
-    private static float[][] scratch(int... n) {
-        float[][] sc = SCRATCH.get();
-        for (int i = 0; i < n.length; i++) if (sc[i].length < n[i]) sc[i] = new float[n[i]];
+    private static float[][] scratch(int n0, int n1, int n2, int n3) {
+        float[][] sc = Scratch.get().products;
+        sc[0] = Scratch.atLeast(sc[0], n0);
+        sc[1] = Scratch.atLeast(sc[1], n1);
+        sc[2] = Scratch.atLeast(sc[2], n2);
+        sc[3] = Scratch.atLeast(sc[3], n3);
         return sc;
     }
 
@@ -63,7 +63,7 @@ final class AttentionProducts {
         long cost = (long) g.batch() * h * rows * l * hd / 2;
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
-            float[][] sc = scratch(4 * ps, kBlocks * hd * KB);
+            float[][] sc = scratch(4 * ps, kBlocks * hd * KB, 0, 0);
             float[] p = sc[0], kt = sc[1];
             transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
             for (int r0 = 0; r0 < rows; r0 += 4) {
@@ -220,7 +220,7 @@ final class AttentionProducts {
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h, kBase = bt * l * bStride + hh * hd, sHead = (bt * h + hh) * rows * l;
             // [0], [1]: dK's, dV's chains, [l, hd]; [2], [3]: a group's q, g rows in panels; [4]: a group's ds rows when ds is not stored
-            float[][] acc = PQ_ACC.get();
+            float[][] acc = Scratch.get().pq;
             int need = Math.min(group, rows) * hd;
             if (kr != null) for (int k = 0; k < 4; k++) if (acc[k].length < (k < 2 ? l * hd : need)) acc[k] = new float[k < 2 ? l * hd : need];
             if (ds == null && acc[4].length < Math.min(group, rows) * l) acc[4] = new float[Math.min(group, rows) * l];
@@ -229,8 +229,9 @@ final class AttentionProducts {
             if (dv != null) Arrays.fill(acc[1], 0, l * hd, -0.0f);
             int blocks = hd / EB, xBase = bt * l * bStride + (hh / grp) * hd, yBase = bt * rows * aStride + hh * hd;
             float[][] sc = scratch(4 * ps, kBlocks * hd * KB, 4 * ps, x == null ? 0 : blocks * l * EB);
-            float[] dp = sc[0], kt = sc[1], m = sc[2], xp = sc[3], z = new float[4];
-            int[] los = new int[4], his = new int[4];
+            Scratch blk = Scratch.get();
+            float[] dp = sc[0], kt = sc[1], m = sc[2], xp = sc[3], z = blk.blockZ;
+            int[] los = blk.blockLo, his = blk.blockHi;
             transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
             if (x != null) headBlocks(x, xBase, bStride, l, EB, blocks, xp);
             for (int r0 = 0; r0 < rows; r0 += 4) {
@@ -302,8 +303,6 @@ final class AttentionProducts {
         });
     }
 
-    /** Per-thread scratch of qkSoftmaxGrad's dK and dV: their chains, a group's rows of q and g in panels, and a group's ds rows when ds is not stored. */
-    private static final ThreadLocal<float[][]> PQ_ACC = ThreadLocal.withInitial(() -> new float[5][0]);
 
     /** n rows of one head (row i's hd features at x[off + i·stride]) into xp as {@link #pqRows} reads them: [panel][n][PQ_FEATS], then [n][tail]. */
     static void packRows(float[] x, int off, int stride, int n, int hd, float[] xp) {
@@ -312,17 +311,22 @@ final class AttentionProducts {
         if (e0 < hd) for (int t = 0; t < n; t++) System.arraycopy(x, off + t * stride + e0, xp, e0 * n + t * (hd - e0), hd - e0);
     }
 
-    /** The rows attending key j form [keyRows[0][j], keyRows[1][j]] (empty when the first exceeds the second): hi(t) and lo(t) are nondecreasing in t. */
+    /**
+     * The rows attending key j form [keyRows[0][j], keyRows[1][j]] for j &lt; l (empty when the first
+     * exceeds the second): hi(t) and lo(t) are nondecreasing in t. The arrays are the calling thread's
+     * scratch (at least l long), valid until its next call.
+     */
     static int[][] keyRows(PlanKernels.Attn g) {
         int rows = g.rows(), l = g.l();
-        int[] tLo = new int[l], tHi = new int[l];
+        int[][] kr = Scratch.get().keyRows;             // the calling thread's: its workers only read them
+        int[] tLo = kr[0] = Scratch.atLeast(kr[0], l), tHi = kr[1] = Scratch.atLeast(kr[1], l);
         for (int j = 0, a = 0, b = -1; j < l; j++) {
             while (a < rows && g.hi(a) < j) a++;
             while (b + 1 < rows && lo(g, b + 1) <= j) b++;
             tLo[j] = a;
             tHi[j] = b;
         }
-        return new int[][] {tLo, tHi};
+        return kr;
     }
 
     // ---- PK: y[t, h, e] = Σ_j s[h, t, j]·x[j, kv(h), e] ------------------------------------------
@@ -336,7 +340,7 @@ final class AttentionProducts {
             int bt = bh / h, hh = bh % h;
             int xBase = bt * l * xStride + (hh / grp) * hd, sBase = (bt * h + hh) * rows * l, yBase = bt * rows * yStride + hh * hd;
             int blocks = hd / EB;
-            float[] xp = scratch(0, blocks * l * EB)[1];
+            float[] xp = scratch(0, blocks * l * EB, 0, 0)[1];
             headBlocks(x, xBase, xStride, l, EB, blocks, xp);
             int t = 0;
             for (; t + 1 < rows; t += 2)
@@ -467,7 +471,7 @@ final class AttentionProducts {
         long cost = (long) g.batch() * h * rows * l * hd / 2;
         Parallel.forEach(g.batch() * kv, cost, bc -> {
             int bt = bc / kv, c = bc % kv, yBase = bt * l * yStride + c * hd;
-            float[] xp = scratch(0, rows * hd)[1];              // one head's x: [panel][rows][PQ_FEATS], then [rows][tail]
+            float[] xp = scratch(0, rows * hd, 0, 0)[1];              // one head's x: [panel][rows][PQ_FEATS], then [rows][tail]
             for (int j = 0; j < l; j++) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, -0.0f);   // every chain's start
             for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
                 int col = (bt * h + hh) * rows * l;             // s read in place: a copy cost more than its strided reads (T = 256)
@@ -480,14 +484,14 @@ final class AttentionProducts {
     }
 
     /**
-     * One head's PQ chains over rows [t0, t1): key j takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
+     * One head's PQ chains over rows [t0, t1): key j (of ls) takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
      * in increasing t, continuing the chains in y (key j's row at yBase + j·yStride); s at s[col + t·ls + j]; x's rows t0 … t1 − 1 copied in xp as [panel][t1 − t0][PQ_FEATS],
      * then [t1 − t0][tail]. Per tile of PQ_KEYS keys the rows all of them attend run on sgemm's
      * micro-kernel, the others as single-key chains before and after.
      */
     static void pqRows(float[] s, int ls, int col, float[] xp, int t0, int t1, int[] tLo, int[] tHi, int hd,
                        float[] y, int yBase, int yStride) {
-        int l = tLo.length, r = t1 - t0, panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS, w = hd - e0;
+        int l = ls, r = t1 - t0, panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS, w = hd - e0;
         for (int p = 0; p < panels; p++) {                 // a panel of x (rows × PQ_FEATS) stays in L1 over all keys
             int xo = p * r * PQ_FEATS - t0 * PQ_FEATS, yo = yBase + p * PQ_FEATS;     // row t at xo + t·PQ_FEATS
             for (int j0 = 0; j0 < l; j0 += PQ_KEYS) {

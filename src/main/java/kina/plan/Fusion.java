@@ -267,8 +267,9 @@ final class Fusion {
             for (int j = 0; j < nLeaf; j++) fsrc[j] = (float[]) leafBuf[j];
             return () -> PlanKernels.range(n, cost, (from, to) -> {
                 if (from % FL != 0) { passF32(g, io, leafBuf, side, from, to); return; }
-                float[] scalars = new float[nLeaf];         // read per run: a scalar input may change between steps
-                for (int j = 0; j < nLeaf; j++) if (g.leaves()[j].scalar()) scalars[j] = fsrc[j][0];
+                Scratch sc = Scratch.get();                 // read per run: a scalar input may change between steps
+                float[] scalars = sc.leafScalars = Scratch.atLeast(sc.leafScalars, nLeaf);
+                for (int j = 0; j < nLeaf; j++) scalars[j] = g.leaves()[j].scalar() ? fsrc[j][0] : 0f;
                 int whole = from + (to - from) / FL * FL;
                 body.run(fio, fsrc, scalars, from, whole);
                 if (whole < to) passF32(g, io, leafBuf, side, whole, to);
@@ -277,28 +278,30 @@ final class Fusion {
         return () -> PlanKernels.range(n, cost, (from, to) -> passF64(g, io, leafBuf, from, to));
     }
 
-    private static final ThreadLocal<float[][]> REGS_F32 = ThreadLocal.withInitial(() -> new float[0][]);
-
     private static void passF32(Group g, Object[] io, Object[] leafBuf, int[] scalarSide, int from, int to) {
         int regs = g.regs(), len = Math.min(CH, to - from);
-        float[][] arr = new float[regs + io.length][];
-        int[] off = new int[arr.length];
-        float[][] pool = REGS_F32.get();             // per-thread registers: no garbage per pass
-        if (pool.length < regs) { pool = Arrays.copyOf(pool, regs); REGS_F32.set(pool); }
+        Scratch sc = Scratch.get();                  // per-thread registers and operand tables: no garbage per pass
+        if (sc.fusedArrays.length < regs + io.length) sc.fusedArrays = new float[regs + io.length][];
+        float[][] arr = sc.fusedArrays;
+        int[] off = sc.fusedOffsets = Scratch.atLeast(sc.fusedOffsets, regs + io.length);
+        Arrays.fill(off, 0, regs, 0);                // registers are read from 0; operands at the chunk's offset (below)
+        float[][] pool = sc.regs;
+        if (pool.length < regs) pool = sc.regs = Arrays.copyOf(pool, regs);
         for (int r = 0; r < regs; r++) {
             if (pool[r] == null || pool[r].length < len) pool[r] = new float[CH];
             arr[r] = pool[r];
         }
         for (int j = 0; j < io.length; j++) arr[regs + j] = (float[]) io[j];
         Leaf[] leaves = g.leaves();
-        float[] sv = new float[regs];
+        float[] sv = sc.regScalars = Scratch.atLeast(sc.regScalars, regs);
+        Arrays.fill(sv, 0, regs, 0f);
         for (int j = 0; j < leaves.length; j++) if (leaves[j].scalar()) {
             sv[j] = ((float[]) leafBuf[j])[0];
             Arrays.fill(arr[j], sv[j]);
         }
         for (int c = from; c < to; c += CH) {
             int l = Math.min(CH, to - c);
-            for (int j = regs; j < arr.length; j++) off[j] = c;
+            for (int j = regs; j < regs + io.length; j++) off[j] = c;    // arr and off are pooled: longer than this group's
             for (int j = 0; j < leaves.length; j++)
                 if (!leaves[j].scalar()) expand(leaves[j], leafBuf[j], arr[j], c, l);
             int[][] code = g.code();

@@ -397,9 +397,6 @@ final class PlanKernels {
         return m;
     }
 
-    /** Per-thread scratch rows of softmax's exps (log_softmax: never y, the last pass still reads x). */
-    private static final ThreadLocal<float[]> EXP_ROWS = ThreadLocal.withInitial(() -> new float[0]);
-
     /** Rows that softmaxRows takes together: their sequential sums run as independent chains. */
     static final int ROW_BLOCK = 4;
 
@@ -409,9 +406,8 @@ final class PlanKernels {
      * scalar fold ({@link #foldRows}, several rows side by side).
      */
     static void softmaxRows(float[] a, float[] y, int from, int to, int c, boolean log) {
-        float[] e = EXP_ROWS.get();
-        if (e.length < ROW_BLOCK * c) { e = new float[ROW_BLOCK * c]; EXP_ROWS.set(e); }
-        float[] m = new float[ROW_BLOCK], sum = new float[ROW_BLOCK];
+        Scratch sc = Scratch.get();                     // the exps' rows (log_softmax: never y, the last pass still reads x)
+        float[] e = sc.rowsA = Scratch.atLeast(sc.rowsA, ROW_BLOCK * c), m = sc.rowM, sum = sc.rowS;
         for (int r0 = from; r0 < to; r0 += ROW_BLOCK) {
             int rows = Math.min(ROW_BLOCK, to - r0);
             for (int r = 0; r < rows; r++) {
@@ -448,7 +444,8 @@ final class PlanKernels {
      */
     static void rmsnorm(float[] a, float[] w, float[] res, float[] y, int rows, int dd, float eps) {
         rows(rows, dd, 4, (f, t) -> {
-            float[] u = new float[ROW_BLOCK * dd], sq = new float[ROW_BLOCK * dd], ss = new float[ROW_BLOCK];
+            Scratch sc = Scratch.get();
+            float[] u = sc.rowsA = Scratch.atLeast(sc.rowsA, ROW_BLOCK * dd), sq = sc.rowsB = Scratch.atLeast(sc.rowsB, ROW_BLOCK * dd), ss = sc.rowS;
             for (int r0 = f; r0 < t; r0 += ROW_BLOCK) {
                 int n = Math.min(ROW_BLOCK, t - r0);
                 for (int r = 0; r < n; r++) squares(a, res, (r0 + r) * dd, dd, u, sq, r * dd);
@@ -535,20 +532,18 @@ final class PlanKernels {
     private static final int LANES = FS.length();
 
     /** Query rows per pass over the keys in the dot products ({@link #dots4}). */
-    private static final int RB = 4;
-
-    /**
-     * Per-thread scratch of the attention kernels: [0] = RB probability rows, {@link #probStride} apart;
-     * [1] = kᵀ of one head in blocks of keys ({@link AttentionProducts#transposeKeys}); [2] = v of one
-     * head in blocks of features (as {@link AttentionProducts#pk} lays out x).
-     */
-    private static final ThreadLocal<float[][]> SCRATCH = ThreadLocal.withInitial(() -> new float[3][0]);
+    static final int RB = 4;
 
     /** The probability row stride for l keys: room for the dot products' whole blocks of keys and the softmax's whole vectors past hi. */
     static int probStride(int l) { return (l + LANES - 1) / LANES * LANES + AttentionProducts.KB; }
 
+    /**
+     * This thread's attention scratch ({@link Scratch#attention}): [0] = RB probability rows, {@link
+     * #probStride} apart; [1] = kᵀ of one head in blocks of keys ({@link AttentionProducts#transposeKeys});
+     * [2] = v of one head in blocks of features (as {@link AttentionProducts#pk} lays out x).
+     */
     private static float[][] scratch(int l, int hd) {
-        float[][] sc = SCRATCH.get();
+        float[][] sc = Scratch.get().attention;
         int kt = (l + AttentionProducts.KB - 1) / AttentionProducts.KB * hd * AttentionProducts.KB, vp = hd / AttentionProducts.EB * l * AttentionProducts.EB;
         if (sc[0].length < RB * probStride(l)) sc[0] = new float[RB * probStride(l)];
         if (sc[1].length < kt) sc[1] = new float[kt];
@@ -731,8 +726,9 @@ final class PlanKernels {
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h;
             float[][] sc = scratch(l, hd);
-            float[] p = sc[0], kt = sc[1], vp = sc[2], share = new float[RB], zs = new float[RB];
-            int[] los = new int[RB], his = new int[RB];
+            Scratch blk = Scratch.get();
+            float[] p = sc[0], kt = sc[1], vp = sc[2], share = blk.blockShare, zs = blk.blockZ;
+            int[] los = blk.blockLo, his = blk.blockHi;
             int kBase = bt * l * kv * hd + (hh / grp) * hd, qStride = h * hd;
             AttentionProducts.transposeKeys(ka, kBase, vStride, l, hd, kt);
             if (y != null) AttentionProducts.headBlocks(va, kBase, vStride, l, AttentionProducts.EB, blocks, vp);

@@ -7,7 +7,7 @@ import org.junit.jupiter.api.Test;
 /** {@code kina bench}: exactly one parseable result line per engine, a profile on request, one-line errors. */
 class BenchCommandTest {
     static final String LINE = "kina bench: config=tiny batch=1 threads=1 engine=%s steps=2 ms/step min=\\d+\\.\\d "
-            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+( peak_rss_mb=\\d+)?";
+            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+( peak_rss_mb=\\d+)?( heap_kb_per_step=\\d+\\.\\d)?";
 
     @Test void printsOneResultLinePerEngine() {
         for (String engine : new String[] {"plan", "interpreter"}) {
