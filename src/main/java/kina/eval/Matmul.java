@@ -691,7 +691,10 @@ public final class Matmul {
         });
     }
 
-    /** Per-thread transposed copies of the scalar path's operands (F32): no allocation per product. */
+    /**
+     * Per-thread transposed copies of the scalar path's operands (F32): no allocation per product. Each
+     * thread keeps its largest copies (small products only, unless the Vector API module is absent).
+     */
     private static final ThreadLocal<float[][]> SMALL_T = ThreadLocal.withInitial(() -> new float[2][0]);
 
     /** x [batch, r, c] → [batch, c, r], into {@code y} when it is long enough, else into a new array; returns it. */

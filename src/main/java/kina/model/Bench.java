@@ -36,9 +36,9 @@ public final class Bench {
         /**
          * The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=…
          * max=… tokens/s=… peak_rss_mb=… heap_kb_per_step=…}; peak_rss_mb (the process's peak resident set, as
-         * bench/torch_reference.py prints it) only where /proc/self/status tells it, heap_kb_per_step (the heap a
-         * timed step allocates: the arena and the kernels' scratch are reused, so a warm step allocates next to
-         * nothing) only where the JVM tells it.
+         * bench/torch_reference.py prints it) only where /proc/self/status tells it, heap_kb_per_step (the heap the
+         * JVM's threads allocate per timed step; with the plan engine the arena and the kernels' scratch are reused,
+         * so it is the outputs, the pool's bookkeeping and code C2 has not compiled yet) only where the JVM tells it.
          */
         public String line() {
             double tokensPerSecond = (double) batch * config.seq() / (medianMs / 1000);

@@ -484,7 +484,7 @@ final class AttentionProducts {
     }
 
     /**
-     * One head's PQ chains over rows [t0, t1): key j (of ls) takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
+     * One head's PQ chains over rows [t0, t1): key j (of ls: s's rows hold every key, ls = l) takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
      * in increasing t, continuing the chains in y (key j's row at yBase + j·yStride); s at s[col + t·ls + j]; x's rows t0 … t1 − 1 copied in xp as [panel][t1 − t0][PQ_FEATS],
      * then [t1 − t0][tail]. Per tile of PQ_KEYS keys the rows all of them attend run on sgemm's
      * micro-kernel, the others as single-key chains before and after.

@@ -322,6 +322,7 @@ final class Fusion {
                 }
             }
         }
+        Arrays.fill(arr, regs, regs + io.length, null);   // the pool keeps no arena buffer alive past the pass
     }
 
     // Each: the vector loop over whole lanes, then the scalar tail with the same operation

@@ -2,11 +2,13 @@ package kina.plan;
 
 /**
  * The per-thread scratch of the plan's kernels: arrays grown on first use and kept for the thread's
- * life, so a warm train step allocates no heap of its own (bin/kina bench prints the heap a timed step
- * allocates, heap_kb_per_step; bench/RESULTS.md §4). One instance per thread (the caller and each pool
- * worker). Each kernel family has its own fields, and none runs a kernel of another family that
- * uses the same fields while it holds them: PlanKernels.attention holds {@link #attention} and calls
- * AttentionProducts' helpers, which take their arrays as arguments or from {@link #products}.
+ * life, so the kernels allocate nothing per call (bin/kina bench prints the heap a timed step
+ * allocates, heap_kb_per_step: with the plan engine tens of KB, the pool's per-call bookkeeping, the
+ * run's outputs and code C2 has not compiled yet; bench/RESULTS.md §4). One instance per thread (the
+ * caller and each pool worker). Each kernel family has its own fields but {@code block*}, which
+ * PlanKernels.attention and AttentionProducts.qkSoftmaxGrad share (neither calls the other), and no
+ * kernel calls another that uses a field it holds: PlanKernels.attention holds {@link #attention}
+ * and calls AttentionProducts' helpers, which take their arrays as arguments.
  */
 final class Scratch {
     private static final ThreadLocal<Scratch> LOCAL = ThreadLocal.withInitial(Scratch::new);
@@ -24,8 +26,9 @@ final class Scratch {
     /** PlanKernels.attention: [0] probability rows, [1] kᵀ of one head, [2] v of one head in blocks. */
     final float[][] attention = new float[3][0];
     /**
-     * Per row of a block (PlanKernels.attention's RB rows, AttentionProducts.qkSoftmaxGrad's four): a
-     * sink share or a fold's running value, a Z, and the attended keys [lo, hi].
+     * Per row of a block (PlanKernels.attention's RB rows, AttentionProducts.qkSoftmaxGrad's four): the
+     * sink share (attention only), the running fold Z (attention's Z; qkSoftmaxGrad's Σ p·dp), and the
+     * attended keys [lo, hi].
      */
     final float[] blockShare = new float[BLOCK], blockZ = new float[BLOCK];
     final int[] blockLo = new int[BLOCK], blockHi = new int[BLOCK];
