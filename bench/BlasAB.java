@@ -26,19 +26,24 @@ public class BlasAB {
             System.err.println("usage: java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED bench/BlasAB.java SETS ROUNDS JAR... [\"M K N NN\"...]");
             System.exit(2);
         }
-        int sets = Integer.parseInt(args[0]), rounds = Integer.parseInt(args[1]);
-        if (sets < 1 || rounds < 1) usage("SETS and ROUNDS must be >= 1");
+        int sets = count(args[0], "SETS"), rounds = count(args[1], "ROUNDS");
         List<String> jars = new ArrayList<>(), shapes = new ArrayList<>();
         for (int i = 2; i < args.length; i++) (args[i].endsWith(".jar") ? jars : shapes).add(args[i]);
         if (shapes.isEmpty()) shapes = List.of("2048 256 256 NN", "2048 256 688 NN", "2048 688 256 NT", "256 2048 688 TN", "256 2048 256 TN");
         List<MethodHandle> kina = new ArrayList<>();
         for (String j : jars) {
+            if (!Files.isRegularFile(Path.of(j))) usage("no jar at " + j + " (build one with: mvn -q package -DskipTests)");
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(j).toUri().toURL()}, BlasAB.class.getClassLoader().getParent());
-            Class.forName("kina.eval.Parallel", true, cl).getMethod("setThreads", int.class).invoke(null, 1);
-            kina.add(MethodHandles.publicLookup().findStatic(Class.forName("kina.eval.Matmul", true, cl), "sgemm", MethodType.methodType(void.class,
-                    float[].class, boolean.class, float[].class, boolean.class, float[].class, int.class, int.class, int.class, int.class)));
+            try {
+                Class.forName("kina.eval.Parallel", true, cl).getMethod("setThreads", int.class).invoke(null, 1);
+                kina.add(MethodHandles.publicLookup().findStatic(Class.forName("kina.eval.Matmul", true, cl), "sgemm", MethodType.methodType(void.class,
+                        float[].class, boolean.class, float[].class, boolean.class, float[].class, int.class, int.class, int.class, int.class)));
+            } catch (ReflectiveOperationException e) {
+                usage(j + " is not a kina jar with kina.eval.Matmul.sgemm (" + e.getClass().getSimpleName() + ")");
+            }
         }
         String lib = System.getenv().getOrDefault("OPENBLAS_LIB", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0");
+        if (!Files.isRegularFile(Path.of(lib))) usage("no OpenBLAS at " + lib + " (apt-get install libopenblas0-pthread, or set OPENBLAS_LIB)");
         Linker linker = Linker.nativeLinker();
         SymbolLookup blas = SymbolLookup.libraryLookup(Path.of(lib), Arena.global());
         linker.downcallHandle(blas.find("openblas_set_num_threads").orElseThrow(), FunctionDescriptor.ofVoid(ValueLayout.JAVA_INT)).invoke(1);
@@ -47,16 +52,16 @@ public class BlasAB {
         MethodHandle sgemm = linker.downcallHandle(blas.find("cblas_sgemm").orElseThrow(),
                 FunctionDescriptor.ofVoid(i32, i32, i32, i32, i32, i32, f32, ptr, i32, ptr, i32, f32, ptr, i32), Linker.Option.critical(true));
         final int rowMajor = 101, noTrans = 111, trans = 112, sides = kina.size() + 1;
+        for (String s : shapes) shape(s);                      // every shape checked before any output
         StringBuilder head = new StringBuilder(String.format("%-18s", "M K N (sets " + sets + ")"));
         for (String j : jars) head.append(String.format(" %14s", Path.of(j).getFileName()));
         head.append(String.format(" %14s", "OpenBLAS"));
         for (int q = 0; q < jars.size(); q++) head.append(String.format(" %8s", "ratio" + q));
         System.out.println(head + "   (median GFLOP/s; ratio: kina time / OpenBLAS time, median of rounds)");
         for (String s : shapes) {
-            String[] f = s.trim().split("\\s+");
-            if (f.length != 4 || !f[3].matches("[NT][NT]") || !(f[0] + f[1] + f[2]).matches("\\d+")) usage("shape '" + s + "': want \"M K N NN|NT|TN|TT\"");
-            int m = Integer.parseInt(f[0]), k = Integer.parseInt(f[1]), n = Integer.parseInt(f[2]);
-            boolean ta = f[3].charAt(0) == 'T', tb = f[3].charAt(1) == 'T';
+            int[] sh = shape(s);
+            int m = sh[0], k = sh[1], n = sh[2];
+            boolean ta = sh[3] == 1, tb = sh[4] == 1;
             float[][] as = new float[sets][], bs = new float[sets][], os = new float[sets][];
             Random r = new Random(1);
             for (int t = 0; t < sets; t++) {
@@ -97,6 +102,31 @@ public class BlasAB {
             for (double[] x : ratio) line.append(String.format(" %8.3f", median(x)));
             System.out.println(line);
         }
+    }
+
+    /** "M K N XY" as {m, k, n, transA, transB} (1 for T), or the usage error naming the shape. */
+    static int[] shape(String s) {
+        String[] f = s.trim().split("\\s+");
+        if (f.length != 4 || !f[3].matches("[NT][NT]")) usage("shape '" + s + "': want \"M K N NN|NT|TN|TT\"");
+        int m = count(f[0], "M"), k = count(f[1], "K"), n = count(f[2], "N");
+        try {
+            Math.multiplyExact(Math.max(m, k), Math.max(k, n));
+        } catch (ArithmeticException e) {
+            usage("shape '" + s + "': an operand has more than 2^31 - 1 elements");
+        }
+        return new int[] {m, k, n, f[3].charAt(0) == 'T' ? 1 : 0, f[3].charAt(1) == 'T' ? 1 : 0};
+    }
+
+    /** A positive count from the command line, or the usage error naming it. */
+    static int count(String text, String what) {
+        try {
+            int v = Integer.parseInt(text.trim());
+            if (v >= 1) return v;
+        } catch (NumberFormatException e) {
+            // the one-line error below
+        }
+        usage(what + " must be an integer >= 1, got '" + text + "'");
+        return 0;
     }
 
     static void usage(String why) {

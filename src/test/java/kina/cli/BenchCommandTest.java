@@ -7,7 +7,14 @@ import org.junit.jupiter.api.Test;
 /** {@code kina bench}: exactly one parseable result line per engine, a profile on request, one-line errors. */
 class BenchCommandTest {
     static final String LINE = "kina bench: config=tiny batch=1 threads=1 engine=%s steps=2 ms/step min=\\d+\\.\\d "
-            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+( peak_rss_mb=\\d+)?( heap_kb_per_step=\\d+\\.\\d)?";
+            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+( peak_rss_mb=\\d+)?"
+            + (allocationCounted() ? " heap_kb_per_step=\\d+\\.\\d" : "");
+
+    /** Whether this JVM counts the bytes its threads allocate (HotSpot does): then the line must carry heap_kb_per_step. */
+    static boolean allocationCounted() {
+        return java.lang.management.ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean t
+                && t.isThreadAllocatedMemorySupported() && t.isThreadAllocatedMemoryEnabled();
+    }
 
     @Test void printsOneResultLinePerEngine() {
         for (String engine : new String[] {"plan", "interpreter"}) {
