@@ -36,7 +36,7 @@ public class AttentionAB {
         List<Call[]> calls = new ArrayList<>();
         for (int i = 2; i < args.length; i++) {
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(args[i]).toUri().toURL()}, AttentionAB.class.getClassLoader().getParent());
-            Class.forName("kina.eval.Parallel", true, cl).getMethod("setThreads", int.class).invoke(null, threads);
+            firstClass(cl, "kina.kernels.Parallel", "kina.eval.Parallel").getMethod("setThreads", int.class).invoke(null, threads);
             Class<?> attn = Class.forName("kina.plan.PlanKernels$Attn", true, cl), ap = Class.forName("kina.plan.AttentionProducts", true, cl),
                     pk = Class.forName("kina.plan.PlanKernels", true, cl);
             Constructor<?> ctor = attn.getDeclaredConstructors()[0];
@@ -97,5 +97,12 @@ public class AttentionAB {
         for (Method m : c.getDeclaredMethods())
             if (m.getName().equals(name) && m.getParameterCount() == params) { m.setAccessible(true); return m; }
         return null;
+    }
+    /** The first of {@code names} that {@code cl} has: classes moved between packages keep old jars comparable. */
+    static Class<?> firstClass(ClassLoader cl, String... names) throws ClassNotFoundException {
+        for (String n : names) {
+            try { return Class.forName(n, true, cl); } catch (ClassNotFoundException e) { /* an older or newer layout */ }
+        }
+        throw new ClassNotFoundException(String.join(" or ", names));
     }
 }

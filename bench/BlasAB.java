@@ -35,11 +35,11 @@ public class BlasAB {
             if (!Files.isRegularFile(Path.of(j))) usage("no jar at " + j + " (build one with: mvn -q package -DskipTests)");
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(j).toUri().toURL()}, BlasAB.class.getClassLoader().getParent());
             try {
-                Class.forName("kina.eval.Parallel", true, cl).getMethod("setThreads", int.class).invoke(null, 1);
-                kina.add(MethodHandles.publicLookup().findStatic(Class.forName("kina.eval.Matmul", true, cl), "sgemm", MethodType.methodType(void.class,
+                firstClass(cl, "kina.kernels.Parallel", "kina.eval.Parallel").getMethod("setThreads", int.class).invoke(null, 1);
+                kina.add(MethodHandles.publicLookup().findStatic(firstClass(cl, "kina.kernels.Matmul", "kina.eval.Matmul"), "sgemm", MethodType.methodType(void.class,
                         float[].class, boolean.class, float[].class, boolean.class, float[].class, int.class, int.class, int.class, int.class)));
             } catch (ReflectiveOperationException e) {
-                usage(j + " is not a kina jar with kina.eval.Matmul.sgemm (" + e.getClass().getSimpleName() + ")");
+                usage(j + " is not a kina jar with kina.kernels.Matmul.sgemm (or kina.eval.Matmul.sgemm) (" + e.getClass().getSimpleName() + ")");
             }
         }
         String lib = System.getenv().getOrDefault("OPENBLAS_LIB", "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0");
@@ -138,5 +138,12 @@ public class BlasAB {
         double[] c = x.clone();
         Arrays.sort(c);
         return c.length % 2 == 1 ? c[c.length / 2] : (c[c.length / 2 - 1] + c[c.length / 2]) / 2;
+    }
+    /** The first of {@code names} that {@code cl} has: classes moved between packages keep old jars comparable. */
+    static Class<?> firstClass(ClassLoader cl, String... names) throws ClassNotFoundException {
+        for (String n : names) {
+            try { return Class.forName(n, true, cl); } catch (ClassNotFoundException e) { /* an older or newer layout */ }
+        }
+        throw new ClassNotFoundException(String.join(" or ", names));
     }
 }

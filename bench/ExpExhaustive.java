@@ -9,7 +9,7 @@
  */
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import kina.eval.KinaMath;
+import kina.kernels.KinaMath;
 
 /** Exhaustive check that the lanewise exp equals the scalar one (KinaMath's class comment quotes it). */
 public class ExpExhaustive {

@@ -22,7 +22,7 @@ public class MatmulAB {
         List<String> names = new ArrayList<>();
         for (int i = 2; i < args.length; i++) {
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(args[i]).toUri().toURL()}, MatmulAB.class.getClassLoader().getParent());
-            Class<?> c = Class.forName("kina.eval.Matmul", true, cl), p = Class.forName("kina.eval.Parallel", true, cl);
+            Class<?> c = firstClass(cl, "kina.kernels.Matmul", "kina.eval.Matmul"), p = firstClass(cl, "kina.kernels.Parallel", "kina.eval.Parallel");
             p.getMethod("setThreads", int.class).invoke(null, threads);
             mm.add(MethodHandles.publicLookup().findStatic(c, "sgemm", MethodType.methodType(void.class, float[].class, boolean.class,
                     float[].class, boolean.class, float[].class, int.class, int.class, int.class, int.class)));
@@ -67,5 +67,12 @@ public class MatmulAB {
         }
         System.out.println(hdr);
         for (StringBuilder s : sb) System.out.println(s);
+    }
+    /** The first of {@code names} that {@code cl} has: classes moved between packages keep old jars comparable. */
+    static Class<?> firstClass(ClassLoader cl, String... names) throws ClassNotFoundException {
+        for (String n : names) {
+            try { return Class.forName(n, true, cl); } catch (ClassNotFoundException e) { /* an older or newer layout */ }
+        }
+        throw new ClassNotFoundException(String.join(" or ", names));
     }
 }

@@ -32,11 +32,11 @@ public class StepAB {
         List<String> names = new ArrayList<>();
         for (int i = 3; i < args.length; i++) {
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(args[i]).toUri().toURL()}, StepAB.class.getClassLoader().getParent());
-            Class.forName("kina.eval.Parallel", true, cl).getMethod("setThreads", int.class).invoke(null, threads);
+            firstClass(cl, "kina.kernels.Parallel", "kina.eval.Parallel").getMethod("setThreads", int.class).invoke(null, threads);
             Object c = Class.forName("kina.model.Config", true, cl).getMethod("byName", String.class).invoke(null, config);
             Class<?> engine = Class.forName("kina.model.Trainer$Engine", true, cl);
             Object plan = engine.getMethod("valueOf", String.class).invoke(null, "PLAN");
-            Class<?> st = Class.forName("kina.model.Bench$Stepper", true, cl);
+            Class<?> st = firstClass(cl, "kina.cli.Bench$Stepper", "kina.model.Bench$Stepper");
             Object stepper = st.getConstructor(Class.forName("kina.model.Config", true, cl), int.class, engine).newInstance(c, 8, plan);
             Method run = st.getMethod("run");
             steps.add(() -> {
@@ -78,5 +78,12 @@ public class StepAB {
             System.out.printf(Locale.ROOT, "%-20s %9.1f %9.1f %14s%n", names.get(j), s.get(s.size() / 2), s.get(0),
                     j == 0 ? "" : String.format(Locale.ROOT, "%.3f", r.get(r.size() / 2)));
         }
+    }
+    /** The first of {@code names} that {@code cl} has: classes moved between packages keep old jars comparable. */
+    static Class<?> firstClass(ClassLoader cl, String... names) throws ClassNotFoundException {
+        for (String n : names) {
+            try { return Class.forName(n, true, cl); } catch (ClassNotFoundException e) { /* an older or newer layout */ }
+        }
+        throw new ClassNotFoundException(String.join(" or ", names));
     }
 }

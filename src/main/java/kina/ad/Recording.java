@@ -5,15 +5,12 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
+import java.util.function.Function;
 import java.util.Set;
 import kina.check.TypeRules;
 import kina.ir.Instr;
-import kina.ir.Instr.*;
 import kina.ir.Instrs;
 import kina.ir.Let;
-import kina.ir.Perm;
-import kina.ir.Shape;
 import kina.ir.TensorType;
 import kina.ir.Var;
 
@@ -62,8 +59,7 @@ public final class Recording implements Ops<Var> {
     /** The current Var of {@code x}: a rule may still hold a value the scan has since named. */
     private Var resolve(Var x) { return renamed.getOrDefault(x, x); }
 
-    private Var emit(Instr given) {
-        Instr ins = Instrs.mapOperands(given, this::resolve);
+    private Var emit(Instr ins) {
         TensorType t;
         try {
             t = TypeRules.infer(ins, v -> {
@@ -103,49 +99,8 @@ public final class Recording implements Ops<Var> {
         return t;
     }
 
-    @Override public Var fill(TensorType t, double value) { return emit(new Fill(t, value)); }
-    @Override public Var neg(Var x) { return emit(new Neg(x)); }
-    @Override public Var exp(Var x) { return emit(new Exp(x)); }
-    @Override public Var log(Var x) { return emit(new Log(x)); }
-    @Override public Var add(Var a, Var b) { return emit(new Add(a, b)); }
-    @Override public Var sub(Var a, Var b) { return emit(new Sub(a, b)); }
-    @Override public Var mul(Var a, Var b) { return emit(new Mul(a, b)); }
-    @Override public Var div(Var a, Var b) { return emit(new Div(a, b)); }
-    @Override public Var matmul(Var a, Var b) { return emit(new Matmul(a, b)); }
-    @Override public Var reshape(Var x, Shape to) { return emit(new Reshape(x, to)); }
-    @Override public Var transpose(Var x, Perm perm) { return emit(new Transpose(x, perm)); }
-    @Override public Var broadcast(Var x, Shape to) { return emit(new Broadcast(x, to)); }
-    @Override public Var sum(Var x, int axis, boolean keepDims) { return emit(new Sum(x, axis, keepDims)); }
-    @Override public Var softmax(Var x, int axis) { return emit(new Softmax(x, axis)); }
-    @Override public Var logSoftmax(Var x, int axis) { return emit(new LogSoftmax(x, axis)); }
-    @Override public Var takeAlongAxis(Var values, Var indices, int axis) { return emit(new TakeAlongAxis(values, indices, axis)); }
-    @Override public Var gather(Var values, Var indices) { return emit(new Gather(values, indices)); }
-    @Override public Var scatterAdd(Var updates, Var indices, TensorType dest) { return emit(new ScatterAdd(updates, indices, dest)); }
-    @Override public Var scatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) {
-        return emit(new ScatterAlongAxis(axis, updates, indices, dest));
+    /** Appends {@code ins}, its operands read through {@code operand}, as a new typed let; answers its Var. */
+    @Override public Var apply(Instr ins, Function<Var, Var> operand) {
+        return emit(Instrs.mapOperands(ins, v -> resolve(operand.apply(v))));
     }
-    @Override public Var sqrt(Var x) { return emit(new Sqrt(x)); }
-    @Override public Var rsqrt(Var x) { return emit(new Rsqrt(x)); }
-    @Override public Var tanh(Var x) { return emit(new Tanh(x)); }
-    @Override public Var sigmoid(Var x) { return emit(new Sigmoid(x)); }
-    @Override public Var reciprocal(Var x) { return emit(new Reciprocal(x)); }
-    @Override public Var silu(Var x) { return emit(new Silu(x)); }
-    @Override public Var gelu(Var x) { return emit(new Gelu(x)); }
-    @Override public Var relu(Var x) { return emit(new Relu(x)); }
-    @Override public Var softcap(Var x, double cap) { return emit(new Softcap(x, cap)); }
-    @Override public Var argmax(Var x, int axis) { return emit(new ArgMax(x, axis)); }
-    @Override public Var clamp(Var x, long lo, long hi) { return emit(new Clamp(x, lo, hi)); }
-    @Override public Var requant(Var x, int shift) { return emit(new Requant(x, shift)); }
-    @Override public Var maximum(Var a, Var b) { return emit(new Maximum(a, b)); }
-    @Override public Var greater(Var a, Var b) { return emit(new Greater(a, b)); }
-    @Override public Var select(Var mask, Var a, Var b) { return emit(new Select(mask, a, b)); }
-    @Override public Var swiglu(Var gate, Var up) { return emit(new Swiglu(gate, up)); }
-    @Override public Var rmsnorm(Var x, Optional<Var> weight, Optional<Var> residual, double eps) { return emit(new RmsNorm(x, weight, residual, eps)); }
-    @Override public Var layernorm(Var x, Optional<Var> weight, Optional<Var> bias, double eps) { return emit(new LayerNorm(x, weight, bias, eps)); }
-    @Override public Var l2norm(Var x, double eps) { return emit(new L2Norm(x, eps)); }
-    @Override public Var rope(Var x, Var cos, Var sin, int heads, int rotary, int start) { return emit(new Rope(x, cos, sin, heads, rotary, start)); }
-    @Override public Var attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) { return emit(new Attention(q, k, v, sinks, opts)); }
-    @Override public Var setRows(Var table, Var ids, Var rows) { return emit(new SetRows(table, ids, rows)); }
-    @Override public Var attentionProduct(Var a, Var b, AttnOpts opts, AttentionProduct.Form form) { return emit(new AttentionProduct(a, b, opts, form)); }
-    @Override public Var attentionProbs(Var q, Var k, Optional<Var> sinks, AttnOpts opts, boolean sinkColumn) { return emit(new AttentionProbs(q, k, sinks, opts, sinkColumn)); }
 }

@@ -127,61 +127,10 @@ public final class Interpreter {
         };
     }
 
-    /** One case per instruction, each a call to its kernel. */
+    /** An instruction's value: an input's payload by the let's name, else its reference kernel (the one dispatch). */
     private Tensor instr(Let let, Instr ins, Map<Var, Value> env) {
-        return switch (ins) {
-            case Instr.Input(TensorType t) -> input(let, t);
-            case Instr.Literal(TensorType t, var payload) -> Kernels.literal(t, payload);
-            case Instr.Fill(TensorType t, double v) -> Kernels.fill(t, v);
-            case Instr.Neg(Var x) -> Kernels.neg(tensor(env, x));
-            case Instr.Exp(Var x) -> Kernels.exp(tensor(env, x));
-            case Instr.Log(Var x) -> Kernels.log(tensor(env, x));
-            case Instr.Sqrt(Var x) -> Kernels.sqrt(tensor(env, x));
-            case Instr.Rsqrt(Var x) -> Kernels.rsqrt(tensor(env, x));
-            case Instr.Tanh(Var x) -> Kernels.tanh(tensor(env, x));
-            case Instr.Sigmoid(Var x) -> Kernels.sigmoid(tensor(env, x));
-            case Instr.Reciprocal(Var x) -> Kernels.reciprocal(tensor(env, x));
-            case Instr.Silu(Var x) -> Kernels.silu(tensor(env, x));
-            case Instr.Gelu(Var x) -> Kernels.gelu(tensor(env, x));
-            case Instr.Relu(Var x) -> Kernels.relu(tensor(env, x));
-            case Instr.Softcap(Var x, double cap) -> Kernels.softcap(tensor(env, x), cap);
-            case Instr.ArgMax(Var x, int axis) -> Kernels.argmax(tensor(env, x), axis);
-            case Instr.Clamp(Var x, long lo, long hi) -> Kernels.clamp(tensor(env, x), lo, hi);
-            case Instr.Requant(Var x, int shift) -> Kernels.requant(tensor(env, x), shift);
-            case Instr.Add(Var a, Var b) -> Kernels.add(tensor(env, a), tensor(env, b));
-            case Instr.Sub(Var a, Var b) -> Kernels.sub(tensor(env, a), tensor(env, b));
-            case Instr.Mul(Var a, Var b) -> Kernels.mul(tensor(env, a), tensor(env, b));
-            case Instr.Div(Var a, Var b) -> Kernels.div(tensor(env, a), tensor(env, b));
-            case Instr.Maximum(Var a, Var b) -> Kernels.maximum(tensor(env, a), tensor(env, b));
-            case Instr.Greater(Var a, Var b) -> Kernels.greater(tensor(env, a), tensor(env, b));
-            case Instr.Select(Var m, Var a, Var b) -> Kernels.select(tensor(env, m), tensor(env, a), tensor(env, b));
-            case Instr.Swiglu(Var g, Var u) -> Kernels.swiglu(tensor(env, g), tensor(env, u));
-            case Instr.Matmul(Var a, Var b) -> Kernels.matmul(tensor(env, a), tensor(env, b));
-            case Instr.Reshape(Var x, var to) -> Kernels.reshape(tensor(env, x), to);
-            case Instr.Transpose(Var x, var perm) -> Kernels.transpose(tensor(env, x), perm);
-            case Instr.Broadcast(Var x, var to) -> Kernels.broadcast(tensor(env, x), to);
-            case Instr.Sum(Var x, int axis, boolean keepDims) -> Kernels.sum(tensor(env, x), axis, keepDims);
-            case Instr.LogSoftmax(Var x, int axis) -> Kernels.logSoftmax(tensor(env, x), axis);
-            case Instr.Softmax(Var x, int axis) -> Kernels.softmax(tensor(env, x), axis);
-            case Instr.RmsNorm(Var x, var w, var r, double eps) ->
-                    Kernels.rmsnorm(tensor(env, x), opt(env, w), opt(env, r), eps);
-            case Instr.LayerNorm(Var x, var w, var b, double eps) ->
-                    Kernels.layernorm(tensor(env, x), opt(env, w), opt(env, b), eps);
-            case Instr.L2Norm(Var x, double eps) -> Kernels.l2norm(tensor(env, x), eps);
-            case Instr.Rope(Var x, Var c, Var s, int heads, int rotary, int start) ->
-                    Kernels.rope(tensor(env, x), tensor(env, c), tensor(env, s), heads, rotary, start);
-            case Instr.Attention(Var q, Var k, Var v, var sinks, var o) ->
-                    Kernels.attention(tensor(env, q), tensor(env, k), tensor(env, v), opt(env, sinks), o);
-            case Instr.TakeAlongAxis(Var v, Var idx, int axis) -> Kernels.takeAlongAxis(tensor(env, v), tensor(env, idx), axis);
-            case Instr.Gather(Var v, Var idx) -> Kernels.gather(tensor(env, v), tensor(env, idx));
-            case Instr.SetRows(Var t, Var idx, Var rows) -> Kernels.setRows(tensor(env, t), tensor(env, idx), tensor(env, rows));
-            case Instr.ScatterAdd(Var u, Var idx, TensorType dest) -> Kernels.scatterAdd(tensor(env, u), tensor(env, idx), dest);
-            case Instr.ScatterAlongAxis(int axis, Var u, Var idx, TensorType dest) ->
-                    Kernels.scatterAlongAxis(axis, tensor(env, u), tensor(env, idx), dest);
-            case Instr.AttentionProbs(Var q, Var k, var sinks, var o, boolean col) ->
-                    Kernels.attentionProbs(tensor(env, q), tensor(env, k), opt(env, sinks), o, col);
-            case Instr.AttentionProduct(Var a, Var b, var o, var form) -> Kernels.attentionProduct(tensor(env, a), tensor(env, b), o, form);
-        };
+        if (ins instanceof Instr.Input(TensorType t)) return input(let, t);
+        return Eager.INSTANCE.apply(ins, v -> tensor(env, v));
     }
 
     /** The supplied payload of an Input let, by the let's name; it must have the declared type. */
@@ -195,24 +144,12 @@ public final class Interpreter {
 
     // ---- refusals and types -------------------------------------------------------------------
 
-    /** Refuses @device and non-host dtypes in the let's type, the instruction's types and its operands. */
+    /**
+     * Refuses @device and non-host dtypes in the let's type (which is every attribute type: an
+     * input's, a literal's, a fill's and a scatter's dest are its result type) and in its operands.
+     */
     private static void refuse(String op, Let let, Instr ins, Map<Var, Value> env) {
         refuseType(op, let.type());
-        switch (ins) {
-            case Instr.Input(TensorType t) -> Kernels.requireHost(op, t);
-            case Instr.Literal(TensorType t, _) -> Kernels.requireHost(op, t);
-            case Instr.Fill(TensorType t, _) -> Kernels.requireHost(op, t);
-            case Instr.ScatterAdd(_, _, TensorType dest) -> Kernels.requireHost(op, dest);
-            case Instr.ScatterAlongAxis(_, _, _, TensorType dest) -> Kernels.requireHost(op, dest);
-            case Instr.Neg _, Instr.Exp _, Instr.Log _, Instr.Add _, Instr.Sub _, Instr.Mul _, Instr.Div _,
-                 Instr.Matmul _, Instr.Reshape _, Instr.Transpose _, Instr.Broadcast _, Instr.Sum _,
-                 Instr.LogSoftmax _, Instr.Softmax _, Instr.TakeAlongAxis _, Instr.Gather _,
-                 Instr.Sqrt _, Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _, Instr.Reciprocal _, Instr.Silu _,
-                 Instr.Gelu _, Instr.Relu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _,
-                 Instr.Maximum _, Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.RmsNorm _,
-                 Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _, Instr.SetRows _,
-                 Instr.AttentionProbs _, Instr.AttentionProduct _ -> { }
-        }
         for (Var v : ins.operands()) if (env.get(v) instanceof Tensor t) Kernels.requireHost(op, t.type());
     }
 
@@ -296,11 +233,6 @@ public final class Interpreter {
     private static Tensor tensor(Map<Var, Value> env, Var v) {
         if (lookup(env, v) instanceof Tensor t) return t;
         throw new EvalError(v + " is " + typeOf(env.get(v)) + ", not a tensor");
-    }
-
-    /** The tensor of an optional operand, or null when absent. */
-    private static Tensor opt(Map<Var, Value> env, java.util.Optional<Var> v) {
-        return v.isPresent() ? tensor(env, v.get()) : null;
     }
 
     private static List<Value> values(List<Var> vs, Map<Var, Value> env) {

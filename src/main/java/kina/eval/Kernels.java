@@ -1,13 +1,19 @@
 package kina.eval;
 
+import kina.kernels.KinaMath;
+import kina.kernels.Matmul;
 import java.util.Arrays;
+import java.util.Optional;
+import java.util.function.Function;
 import kina.ir.DType;
 import kina.ir.Instr;
+import kina.ir.Instr.*;
 import kina.ir.Payload;
 import kina.ir.Perm;
 import kina.ir.Placement;
 import kina.ir.Shape;
 import kina.ir.TensorType;
+import kina.ir.Var;
 
 /**
  * The host kernels: one static method per instruction, over {@link Tensor}s, computing the output
@@ -35,6 +41,68 @@ import kina.ir.TensorType;
  */
 public final class Kernels {
     private Kernels() {}
+
+    // ---- the dispatch ---------------------------------------------------------------------------
+
+    /**
+     * The reference kernel of {@code ins}, its operands read through {@code x}: one case per
+     * instruction, each a call to its kernel below. The interpreter, the oracle (through
+     * {@link Eager}) and the plan's generic kernel all run instructions through here. An Input has
+     * no kernel: its payload is supplied by name (the interpreter and the plan bind it).
+     */
+    public static Tensor apply(Instr ins, Function<Var, Tensor> x) {
+        return switch (ins) {
+            case Input(var t) -> throw new IllegalArgumentException("input " + t + " is supplied by name, not computed");
+            case Literal(var t, var payload) -> literal(t, payload);
+            case Fill(var t, var v) -> fill(t, v);
+            case Neg(var a) -> neg(x.apply(a));
+            case Exp(var a) -> exp(x.apply(a));
+            case Log(var a) -> log(x.apply(a));
+            case Sqrt(var a) -> sqrt(x.apply(a));
+            case Rsqrt(var a) -> rsqrt(x.apply(a));
+            case Tanh(var a) -> tanh(x.apply(a));
+            case Sigmoid(var a) -> sigmoid(x.apply(a));
+            case Reciprocal(var a) -> reciprocal(x.apply(a));
+            case Silu(var a) -> silu(x.apply(a));
+            case Gelu(var a) -> gelu(x.apply(a));
+            case Relu(var a) -> relu(x.apply(a));
+            case Softcap(var a, var cap) -> softcap(x.apply(a), cap);
+            case ArgMax(var a, var axis) -> argmax(x.apply(a), axis);
+            case Clamp(var a, var lo, var hi) -> clamp(x.apply(a), lo, hi);
+            case Requant(var a, var shift) -> requant(x.apply(a), shift);
+            case Add(var a, var b) -> add(x.apply(a), x.apply(b));
+            case Sub(var a, var b) -> sub(x.apply(a), x.apply(b));
+            case Mul(var a, var b) -> mul(x.apply(a), x.apply(b));
+            case Div(var a, var b) -> div(x.apply(a), x.apply(b));
+            case Maximum(var a, var b) -> maximum(x.apply(a), x.apply(b));
+            case Greater(var a, var b) -> greater(x.apply(a), x.apply(b));
+            case Select(var m, var a, var b) -> select(x.apply(m), x.apply(a), x.apply(b));
+            case Swiglu(var g, var u) -> swiglu(x.apply(g), x.apply(u));
+            case Instr.Matmul(var a, var b) -> matmul(x.apply(a), x.apply(b));
+            case Reshape(var a, var to) -> reshape(x.apply(a), to);
+            case Transpose(var a, var perm) -> transpose(x.apply(a), perm);
+            case Broadcast(var a, var to) -> broadcast(x.apply(a), to);
+            case Sum(var a, var axis, var keep) -> sum(x.apply(a), axis, keep);
+            case LogSoftmax(var a, var axis) -> logSoftmax(x.apply(a), axis);
+            case Softmax(var a, var axis) -> softmax(x.apply(a), axis);
+            case RmsNorm(var a, var w, var r, var eps) -> rmsnorm(x.apply(a), opt(x, w), opt(x, r), eps);
+            case LayerNorm(var a, var w, var b, var eps) -> layernorm(x.apply(a), opt(x, w), opt(x, b), eps);
+            case L2Norm(var a, var eps) -> l2norm(x.apply(a), eps);
+            case Rope(var a, var c, var s, var heads, var rotary, var start) ->
+                    rope(x.apply(a), x.apply(c), x.apply(s), heads, rotary, start);
+            case Attention(var q, var k, var v, var sinks, var o) -> attention(x.apply(q), x.apply(k), x.apply(v), opt(x, sinks), o);
+            case AttentionProbs(var q, var k, var sinks, var o, var col) -> attentionProbs(x.apply(q), x.apply(k), opt(x, sinks), o, col);
+            case AttentionProduct(var a, var b, var o, var form) -> attentionProduct(x.apply(a), x.apply(b), o, form);
+            case TakeAlongAxis(var v, var i, var axis) -> takeAlongAxis(x.apply(v), x.apply(i), axis);
+            case Gather(var v, var i) -> gather(x.apply(v), x.apply(i));
+            case SetRows(var t, var i, var rows) -> setRows(x.apply(t), x.apply(i), x.apply(rows));
+            case ScatterAdd(var u, var i, var dest) -> scatterAdd(x.apply(u), x.apply(i), dest);
+            case ScatterAlongAxis(var axis, var u, var i, var dest) -> scatterAlongAxis(axis, x.apply(u), x.apply(i), dest);
+        };
+    }
+
+    /** The tensor of an optional operand, or null when absent. */
+    private static Tensor opt(Function<Var, Tensor> x, Optional<Var> v) { return v.isPresent() ? x.apply(v.get()) : null; }
 
     // ---- rounding and checks ------------------------------------------------------------------
 
@@ -278,7 +346,7 @@ public final class Kernels {
      * acc = −0.0; acc = fma(a_ip, b_pj, acc) for p = 0 … K−1 in increasing p (one rounding per step,
      * in float for F32); +0.0 when K = 0.
      */
-    static double[] matmulScalar(DType d, double[] x, double[] y, int batch, int m, int k, int n) {
+    public static double[] matmulScalar(DType d, double[] x, double[] y, int batch, int m, int k, int n) {
         double[] z = new double[batch * m * n];                           // +0.0 when K = 0
         if (k == 0) return z;
         for (int bt = 0; bt < batch; bt++)

@@ -20,21 +20,52 @@ public sealed interface Instr extends Rhs {
     /** The surface name of the instruction, used in messages ({@code log_softmax}, {@code matmul}). */
     String op();
 
+    // ---- families: a stage that treats a family alike writes one case for it -----------------
+    /** No operands: an input supplied at run time, a literal payload, a fill. */
+    sealed interface Constant extends Instr {}
+
+    /** Elementwise on one floating operand (relu also on I64), same type out. */
+    sealed interface Unary extends Instr {}
+
+    /** Elementwise on operands of one shape (select's mask I1), same shape out. */
+    sealed interface Binary extends Instr {}
+
+    /** Integer or index results that are piecewise constant: refused by reverse mode. */
+    sealed interface Discrete extends Instr {}
+
+    /** Contractions (matmul). */
+    sealed interface Contraction extends Instr {}
+
+    /** Moves or copies elements without arithmetic: reshape, transpose, broadcast. */
+    sealed interface Layout extends Instr {}
+
+    /** Reductions over one axis. */
+    sealed interface Reduction extends Instr {}
+
+    /** Row-wise fused kernels over one axis (softmax, norms, rope). */
+    sealed interface RowWise extends Instr {}
+
+    /** Causal attention and its IR-internal adjoint vocabulary. */
+    sealed interface Attend extends Instr {}
+
+    /** Reads or writes by I64 indices, which are checked at run time (they can trap). */
+    sealed interface Indexing extends Instr {}
+
     // ---- constants ------------------------------------------------------------------------
     /** {@code tensor<T, σ, @p>}: an input whose payload is supplied at run time, by the let's name. */
-    record Input(TensorType type) implements Instr {
+    record Input(TensorType type) implements Constant {
         public List<Var> operands() { return List.of(); }
         public String op() { return "input"; }
     }
 
     /** {@code tensor<T, σ, @p> payload { … }}: a literal, row-major. */
-    record Literal(TensorType type, Payload payload) implements Instr {
+    record Literal(TensorType type, Payload payload) implements Constant {
         public List<Var> operands() { return List.of(); }
         public String op() { return "literal"; }
     }
 
     /** {@code fill(T, v)} (printed {@code ones(T)} / {@code zeros(T)} for 1 and +0): every element v. */
-    record Fill(TensorType type, double value) implements Instr {
+    record Fill(TensorType type, double value) implements Constant {
         public List<Var> operands() { return List.of(); }
         public String op() { return "fill"; }
 
@@ -48,61 +79,61 @@ public sealed interface Instr extends Rhs {
 
     // ---- unary ----------------------------------------------------------------------------
     /** {@code -x}. */
-    record Neg(Var x) implements Instr {
+    record Neg(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "neg"; }
     }
 
     /** {@code x.exp()}. */
-    record Exp(Var x) implements Instr {
+    record Exp(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "exp"; }
     }
 
     /** {@code x.log()}. */
-    record Log(Var x) implements Instr {
+    record Log(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "log"; }
     }
 
     /** {@code x.sqrt()}: √x. */
-    record Sqrt(Var x) implements Instr {
+    record Sqrt(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "sqrt"; }
     }
 
     /** {@code x.rsqrt()}: 1/√x (the root rounded, then the reciprocal). */
-    record Rsqrt(Var x) implements Instr {
+    record Rsqrt(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "rsqrt"; }
     }
 
     /** {@code x.tanh()}. */
-    record Tanh(Var x) implements Instr {
+    record Tanh(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "tanh"; }
     }
 
     /** {@code x.sigmoid()}: 1/(1+e^{−x}). */
-    record Sigmoid(Var x) implements Instr {
+    record Sigmoid(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "sigmoid"; }
     }
 
     /** {@code x.reciprocal()}: 1/x. */
-    record Reciprocal(Var x) implements Instr {
+    record Reciprocal(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "reciprocal"; }
     }
 
     /** {@code x.silu()}: x·σ(x). */
-    record Silu(Var x) implements Instr {
+    record Silu(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "silu"; }
     }
 
     /** {@code x.gelu()}: tanh approximation ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
-    record Gelu(Var x) implements Instr {
+    record Gelu(Var x) implements Unary {
         /** √(2/π) and 0.044715, the constants of the tanh approximation. */
         public static final double GELU_C = 0.7978845608028654, GELU_K = 0.044715;
 
@@ -111,126 +142,126 @@ public sealed interface Instr extends Rhs {
     }
 
     /** {@code x.relu()}: max(x, 0); on I64 the integer ReLU (no gradient). */
-    record Relu(Var x) implements Instr {
+    record Relu(Var x) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "relu"; }
     }
 
     /** {@code x.softcap(cap=C)}: C·tanh(x/C), C &gt; 0. */
-    record Softcap(Var x, double cap) implements Instr {
+    record Softcap(Var x, double cap) implements Unary {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "softcap"; }
     }
 
     /** {@code x.argmax(axis=k)} → I64, the axis dropped; the first largest index (NaN counts as largest). */
-    record ArgMax(Var x, int axis) implements Instr {
+    record ArgMax(Var x, int axis) implements Discrete {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "argmax"; }
     }
 
     /** {@code x.clamp(lo=a, hi=b)}: I64 saturation to [a, b] (integer arithmetic, no gradient). */
-    record Clamp(Var x, long lo, long hi) implements Instr {
+    record Clamp(Var x, long lo, long hi) implements Discrete {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "clamp"; }
     }
 
     /** {@code x.requant(shift=s)}: I64 floored shift ⌊x / 2^s⌋ (integer arithmetic, no gradient). */
-    record Requant(Var x, int shift) implements Instr {
+    record Requant(Var x, int shift) implements Discrete {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "requant"; }
     }
 
     // ---- binary (same shape; broadcasting is an explicit instruction) ----------------------
     /** {@code a + b}. */
-    record Add(Var a, Var b) implements Instr {
+    record Add(Var a, Var b) implements Binary {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "add"; }
     }
 
     /** {@code a - b}. */
-    record Sub(Var a, Var b) implements Instr {
+    record Sub(Var a, Var b) implements Binary {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "sub"; }
     }
 
     /** {@code a * b}, elementwise. */
-    record Mul(Var a, Var b) implements Instr {
+    record Mul(Var a, Var b) implements Binary {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "mul"; }
     }
 
     /** {@code a / b}, elementwise. */
-    record Div(Var a, Var b) implements Instr {
+    record Div(Var a, Var b) implements Binary {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "div"; }
     }
 
     /** {@code a.maximum(b)}, elementwise; the VJP gives ties to a. */
-    record Maximum(Var a, Var b) implements Instr {
+    record Maximum(Var a, Var b) implements Binary {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "maximum"; }
     }
 
     /** {@code a.greater(b)} → I1: a &gt; b elementwise (a mask; no cotangent). */
-    record Greater(Var a, Var b) implements Instr {
+    record Greater(Var a, Var b) implements Binary {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "greater"; }
     }
 
     /** {@code mask.select(a, b)}: a where mask (I1) is 1, else b. */
-    record Select(Var mask, Var a, Var b) implements Instr {
+    record Select(Var mask, Var a, Var b) implements Binary {
         public List<Var> operands() { return List.of(mask, a, b); }
         public String op() { return "select"; }
     }
 
     /** {@code gate.swiglu(up)}: silu(gate) ⊙ up, same shapes. */
-    record Swiglu(Var gate, Var up) implements Instr {
+    record Swiglu(Var gate, Var up) implements Binary {
         public List<Var> operands() { return List.of(gate, up); }
         public String op() { return "swiglu"; }
     }
 
     // ---- contraction ----------------------------------------------------------------------
     /** {@code a @ b}: σ++[M,K] @ σ++[K,N] → σ++[M,N], rank ≥ 2, no implicit broadcast (Section 5 §3). */
-    record Matmul(Var a, Var b) implements Instr {
+    record Matmul(Var a, Var b) implements Contraction {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "matmul"; }
     }
 
     // ---- shape ----------------------------------------------------------------------------
     /** {@code x.reshape([…])}: volume-preserving, row-major order kept. */
-    record Reshape(Var x, Shape to) implements Instr {
+    record Reshape(Var x, Shape to) implements Layout {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "reshape"; }
     }
 
     /** {@code x.transpose([…])}: output axis i is input axis perm[i]. */
-    record Transpose(Var x, Perm perm) implements Instr {
+    record Transpose(Var x, Perm perm) implements Layout {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "transpose"; }
     }
 
     /** {@code x.broadcast([…])}: same rank, each source dim 1 or equal to the target dim. */
-    record Broadcast(Var x, Shape to) implements Instr {
+    record Broadcast(Var x, Shape to) implements Layout {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "broadcast"; }
     }
 
     // ---- reduction ------------------------------------------------------------------------
     /** {@code x.sum(axis=k, keepdims=b)}: sum over one axis, in increasing index order. */
-    record Sum(Var x, int axis, boolean keepDims) implements Instr {
+    record Sum(Var x, int axis, boolean keepDims) implements Reduction {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "sum"; }
     }
 
     // ---- fused row-wise -------------------------------------------------------------------
     /** {@code x.log_softmax(axis=k)}: x − max − log Σ exp(x − max) (Section 9 §3). */
-    record LogSoftmax(Var x, int axis) implements Instr {
+    record LogSoftmax(Var x, int axis) implements RowWise {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "log_softmax"; }
     }
 
     /** {@code x.softmax(axis=k)}: exp(x − max) / Σ exp(x − max). */
-    record Softmax(Var x, int axis) implements Instr {
+    record Softmax(Var x, int axis) implements RowWise {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "softmax"; }
     }
@@ -239,19 +270,19 @@ public sealed interface Instr extends Rhs {
      * {@code x.rmsnorm([w[, r]], eps=e)}: over the last axis (width D), u = x + r (when r is
      * given), y = u · rsqrt(mean_D(u²) + eps) · w (w [D], absent = 1).
      */
-    record RmsNorm(Var x, Optional<Var> weight, Optional<Var> residual, double eps) implements Instr {
+    record RmsNorm(Var x, Optional<Var> weight, Optional<Var> residual, double eps) implements RowWise {
         public List<Var> operands() { return present(List.of(x), weight, residual); }
         public String op() { return "rmsnorm"; }
     }
 
     /** {@code x.layernorm([w[, b]], eps=e)}: over the last axis, (x − μ)·rsqrt(var + eps)·w + b. */
-    record LayerNorm(Var x, Optional<Var> weight, Optional<Var> bias, double eps) implements Instr {
+    record LayerNorm(Var x, Optional<Var> weight, Optional<Var> bias, double eps) implements RowWise {
         public List<Var> operands() { return present(List.of(x), weight, bias); }
         public String op() { return "layernorm"; }
     }
 
     /** {@code x.l2norm(eps=e)}: over the last axis, x / √(Σ x² + eps). */
-    record L2Norm(Var x, double eps) implements Instr {
+    record L2Norm(Var x, double eps) implements RowWise {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "l2norm"; }
     }
@@ -260,7 +291,7 @@ public sealed interface Instr extends Rhs {
      * {@code x.rope(cos, sin, heads=H, rotary=R, start=P)}: half-split rotation of the first R dims
      * of each head (R = 0 means the whole head width); row t uses table row P + t.
      */
-    record Rope(Var x, Var cos, Var sin, int heads, int rotary, int start) implements Instr {
+    record Rope(Var x, Var cos, Var sin, int heads, int rotary, int start) implements RowWise {
         public List<Var> operands() { return List.of(x, cos, sin); }
         public String op() { return "rope"; }
     }
@@ -298,14 +329,14 @@ public sealed interface Instr extends Rhs {
      * and the head's sink logit (which joins the denominator and carries no value); out = Σ p_j v_j.
      * A row that attends no position outputs +0.0 (its gradients are 0; with a sink, p_σ = 1).
      */
-    record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Instr {
+    record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Attend {
         public List<Var> operands() { return present(List.of(q, k, v), sinks); }
         public String op() { return "attention"; }
     }
 
     // ---- indexing -------------------------------------------------------------------------
     /** {@code values.take_along_axis(indices, axis=k)}: indices drop the axis (Section 9 §4.2). */
-    record TakeAlongAxis(Var values, Var indices, int axis) implements Instr {
+    record TakeAlongAxis(Var values, Var indices, int axis) implements Indexing {
         public List<Var> operands() { return List.of(values, indices); }
         public String op() { return "take_along_axis"; }
     }
@@ -315,7 +346,7 @@ public sealed interface Instr extends Rhs {
      * surface {@code table.row(i)} (the seed's RowGather: one row by an I64 [1] index, 0-based,
      * → [1, D]) parses to this instruction and prints as {@code gather}.
      */
-    record Gather(Var values, Var indices) implements Instr {
+    record Gather(Var values, Var indices) implements Indexing {
         public List<Var> operands() { return List.of(values, indices); }
         public String op() { return "gather"; }
     }
@@ -324,20 +355,20 @@ public sealed interface Instr extends Rhs {
      * {@code table.set_rows(ids, rows)}: table [V, D], I64 ids [n] (distinct), rows [n, D] → the
      * table with row ids[k] replaced by rows[k].
      */
-    record SetRows(Var table, Var ids, Var rows) implements Instr {
+    record SetRows(Var table, Var ids, Var rows) implements Indexing {
         public List<Var> operands() { return List.of(table, ids, rows); }
         public String op() { return "set_rows"; }
     }
 
     // ---- IR-internal adjoints (no surface form) ---------------------------------------------
     /** ScatterAdd(updates σ++[D], indices I64 σ, dest [V,D]): duplicates add (Section 14 §7). */
-    record ScatterAdd(Var updates, Var indices, TensorType dest) implements Instr {
+    record ScatterAdd(Var updates, Var indices, TensorType dest) implements Indexing {
         public List<Var> operands() { return List.of(updates, indices); }
         public String op() { return "scatter_add"; }
     }
 
     /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ): a select, no accumulation (Section 10 §7). */
-    record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Instr {
+    record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Indexing {
         public List<Var> operands() { return List.of(updates, indices); }
         public String op() { return "scatter_along_axis"; }
     }
@@ -347,7 +378,7 @@ public sealed interface Instr extends Rhs {
      * (0 at masked positions), or with sinkColumn the sink's share σ++[H, rows, 1] (0 without sinks).
      * The adjoint vocabulary of attention.
      */
-    record AttentionProbs(Var q, Var k, Optional<Var> sinks, AttnOpts opts, boolean sinkColumn) implements Instr {
+    record AttentionProbs(Var q, Var k, Optional<Var> sinks, AttnOpts opts, boolean sinkColumn) implements Attend {
         public List<Var> operands() { return present(List.of(q, k), sinks); }
         public String op() { return "attention_probs"; }
     }
@@ -369,7 +400,7 @@ public sealed interface Instr extends Rhs {
      * read. Unscaled: rules apply α themselves. IR-internal: made by transform_ad (DESIGN §4); the three
      * forms are closed under the VJP (each form's adjoints are the other two).
      */
-    record AttentionProduct(Var a, Var b, AttnOpts opts, Form form) implements Instr {
+    record AttentionProduct(Var a, Var b, AttnOpts opts, Form form) implements Attend {
         /** Which product; its surface name is {@link #op}. */
         public enum Form {
             QK("attention_qk"), PK("attention_pk"), PQ("attention_pq");

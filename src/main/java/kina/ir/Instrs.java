@@ -1,62 +1,90 @@
 package kina.ir;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.RecordComponent;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
 import java.util.function.UnaryOperator;
-import kina.ir.Instr.*;
 
-/** Structural helpers over {@link Instr}: one exhaustive switch each. */
+/**
+ * Structural helpers over {@link Instr}, written once for every instruction: an instruction is a
+ * record whose operands are its components of type Var, {@code Optional<Var>} and
+ * {@code List<Var>}, in component order; every other component is an attribute.
+ */
 public final class Instrs {
     private Instrs() {}
 
+    /** How an instruction record is taken apart and rebuilt (its accessors and canonical constructor). */
+    private record Anatomy(MethodHandle[] get, int[] kind, MethodHandle make) {}
+
+    private static final int ATTR = 0, VAR = 1, OPT = 2, LIST = 3;
+
+    private static final ClassValue<Anatomy> ANATOMY = new ClassValue<>() {
+        @Override protected Anatomy computeValue(Class<?> c) {
+            RecordComponent[] rc = c.getRecordComponents();
+            if (rc == null) throw new IllegalArgumentException(c + " is not a record");
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            MethodHandle[] get = new MethodHandle[rc.length];
+            int[] kind = new int[rc.length];
+            Class<?>[] types = new Class<?>[rc.length];
+            try {
+                for (int i = 0; i < rc.length; i++) {
+                    types[i] = rc[i].getType();
+                    get[i] = l.unreflect(rc[i].getAccessor());
+                    kind[i] = types[i] == Var.class ? VAR : types[i] == Optional.class ? OPT : types[i] == List.class ? LIST : ATTR;
+                }
+                MethodHandle make = l.findConstructor(c, MethodType.methodType(void.class, types));
+                return new Anatomy(get, kind, make);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("instruction record " + c.getSimpleName() + ": " + e, e);
+            }
+        }
+    };
+
+    /** Every instruction record: the sealed hierarchy of {@link Instr} walked family by family. */
+    public static List<Class<? extends Instr>> records() {
+        List<Class<? extends Instr>> out = new ArrayList<>();
+        collect(Instr.class, out);
+        return List.copyOf(out);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void collect(Class<?> c, List<Class<? extends Instr>> out) {
+        if (c.isRecord()) { out.add((Class<? extends Instr>) c); return; }
+        for (Class<?> k : c.getPermittedSubclasses()) collect(k, out);
+    }
+
     /** The same instruction with every operand {@code v} replaced by {@code f(v)}; attributes unchanged. */
     public static Instr mapOperands(Instr ins, UnaryOperator<Var> f) {
-        return switch (ins) {
-            case Input i -> i;
-            case Literal l -> l;
-            case Fill fl -> fl;
-            case Neg(var x) -> new Neg(f.apply(x));
-            case Exp(var x) -> new Exp(f.apply(x));
-            case Log(var x) -> new Log(f.apply(x));
-            case Sqrt(var x) -> new Sqrt(f.apply(x));
-            case Rsqrt(var x) -> new Rsqrt(f.apply(x));
-            case Tanh(var x) -> new Tanh(f.apply(x));
-            case Sigmoid(var x) -> new Sigmoid(f.apply(x));
-            case Reciprocal(var x) -> new Reciprocal(f.apply(x));
-            case Silu(var x) -> new Silu(f.apply(x));
-            case Gelu(var x) -> new Gelu(f.apply(x));
-            case Relu(var x) -> new Relu(f.apply(x));
-            case Softcap(var x, var cap) -> new Softcap(f.apply(x), cap);
-            case ArgMax(var x, var axis) -> new ArgMax(f.apply(x), axis);
-            case Clamp(var x, var lo, var hi) -> new Clamp(f.apply(x), lo, hi);
-            case Requant(var x, var shift) -> new Requant(f.apply(x), shift);
-            case Add(var a, var b) -> new Add(f.apply(a), f.apply(b));
-            case Sub(var a, var b) -> new Sub(f.apply(a), f.apply(b));
-            case Mul(var a, var b) -> new Mul(f.apply(a), f.apply(b));
-            case Div(var a, var b) -> new Div(f.apply(a), f.apply(b));
-            case Maximum(var a, var b) -> new Maximum(f.apply(a), f.apply(b));
-            case Greater(var a, var b) -> new Greater(f.apply(a), f.apply(b));
-            case Select(var m, var a, var b) -> new Select(f.apply(m), f.apply(a), f.apply(b));
-            case Swiglu(var g, var u) -> new Swiglu(f.apply(g), f.apply(u));
-            case Matmul(var a, var b) -> new Matmul(f.apply(a), f.apply(b));
-            case Reshape(var x, var to) -> new Reshape(f.apply(x), to);
-            case Transpose(var x, var perm) -> new Transpose(f.apply(x), perm);
-            case Broadcast(var x, var to) -> new Broadcast(f.apply(x), to);
-            case Sum(var x, var axis, var keep) -> new Sum(f.apply(x), axis, keep);
-            case LogSoftmax(var x, var axis) -> new LogSoftmax(f.apply(x), axis);
-            case Softmax(var x, var axis) -> new Softmax(f.apply(x), axis);
-            case RmsNorm(var x, var w, var r, var eps) -> new RmsNorm(f.apply(x), w.map(f), r.map(f), eps);
-            case LayerNorm(var x, var w, var b, var eps) -> new LayerNorm(f.apply(x), w.map(f), b.map(f), eps);
-            case L2Norm(var x, var eps) -> new L2Norm(f.apply(x), eps);
-            case Rope(var x, var c, var s, var h, var rot, var start) -> new Rope(f.apply(x), f.apply(c), f.apply(s), h, rot, start);
-            case Attention(var q, var k, var v, var sinks, var opts) ->
-                    new Attention(f.apply(q), f.apply(k), f.apply(v), sinks.map(f), opts);
-            case TakeAlongAxis(var v, var ids, var axis) -> new TakeAlongAxis(f.apply(v), f.apply(ids), axis);
-            case Gather(var v, var ids) -> new Gather(f.apply(v), f.apply(ids));
-            case SetRows(var t, var ids, var rows) -> new SetRows(f.apply(t), f.apply(ids), f.apply(rows));
-            case ScatterAdd(var u, var ids, var dest) -> new ScatterAdd(f.apply(u), f.apply(ids), dest);
-            case ScatterAlongAxis(var axis, var u, var ids, var dest) -> new ScatterAlongAxis(axis, f.apply(u), f.apply(ids), dest);
-            case AttentionProbs(var q, var k, var sinks, var opts, var col) ->
-                    new AttentionProbs(f.apply(q), f.apply(k), sinks.map(f), opts, col);
-            case AttentionProduct(var a, var b, var opts, var form) -> new AttentionProduct(f.apply(a), f.apply(b), opts, form);
-        };
+        Anatomy s = ANATOMY.get(ins.getClass());
+        Object[] args = new Object[s.get().length];
+        boolean changed = false;
+        try {
+            for (int i = 0; i < args.length; i++) {
+                Object x = s.get()[i].invoke(ins);
+                Object y = switch (s.kind()[i]) {
+                    case VAR -> f.apply((Var) x);
+                    case OPT -> ((Optional<?>) x).map(v -> v instanceof Var var ? f.apply(var) : v);
+                    case LIST -> map((List<?>) x, f);
+                    default -> x;
+                };
+                changed |= !y.equals(x);
+                args[i] = y;
+            }
+            return changed ? (Instr) s.make().invokeWithArguments(args) : ins;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException("rebuilding " + ins.op() + ": " + e, e);
+        }
+    }
+
+    private static List<Object> map(List<?> xs, UnaryOperator<Var> f) {
+        List<Object> out = new ArrayList<>(xs.size());
+        for (Object x : xs) out.add(x instanceof Var v ? f.apply(v) : x);
+        return List.copyOf(out);
     }
 }

@@ -15,7 +15,7 @@ import java.util.SplittableRandom;
 import kina.ad.TransformAd;
 import kina.check.Checker;
 import kina.eval.Interpreter;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.eval.Value;
 import kina.ir.DType;

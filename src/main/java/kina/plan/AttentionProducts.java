@@ -1,9 +1,10 @@
 package kina.plan;
 
+import kina.kernels.Matmul;
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 
 /**
  * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ), and QK fused with
@@ -449,7 +450,7 @@ final class AttentionProducts {
     // ---- PQ: y[j, c, e] = Σ_{h of c} Σ_{t attending j} s[h, t, j]·x[t, h, e] ----------------------
 
     /** Keys per tile of {@link #pq} (rows of sgemm's register tile) and features per tile (two vectors). */
-    private static final int PQ_KEYS = kina.eval.Matmul.Tile.ROWS, PQ_FEATS = kina.eval.Matmul.Tile.COLS;
+    private static final int PQ_KEYS = kina.kernels.Matmul.Tile.ROWS, PQ_FEATS = kina.kernels.Matmul.Tile.COLS;
 
     /**
      * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
@@ -506,7 +507,7 @@ final class AttentionProducts {
                 }
                 for (int j = j0; j < j0 + nk; j++)
                     if (Math.max(tLo[j], t0) < top) pqChain(s, ls, col, xp, xo, j, Math.max(tLo[j], t0), top - 1, y, yo + j * yStride);
-                kina.eval.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                kina.kernels.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
                 for (int j = j0; j < j0 + nk; j++) {
                     int hi = Math.min(tHi[j], t1 - 1);
                     if (bot < hi) pqChain(s, ls, col, xp, xo, j, bot + 1, hi, y, yo + j * yStride);

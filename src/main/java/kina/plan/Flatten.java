@@ -158,13 +158,8 @@ final class Flatten {
                         throw new PlanError(let, "reshape: " + from.type() + " to " + t + " changes the volume");
                     return newSlot(t, name, Origin.VIEW, from.root());
                 }
-                case Instr.Neg _, Instr.Exp _, Instr.Log _, Instr.Sqrt _, Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _,
-                     Instr.Reciprocal _, Instr.Silu _, Instr.Gelu _, Instr.Relu _, Instr.Softcap _, Instr.ArgMax _,
-                     Instr.Clamp _, Instr.Requant _, Instr.Add _, Instr.Sub _, Instr.Mul _, Instr.Div _, Instr.Maximum _,
-                     Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.Matmul _, Instr.Transpose _, Instr.Broadcast _,
-                     Instr.Sum _, Instr.LogSoftmax _, Instr.Softmax _, Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _,
-                     Instr.Rope _, Instr.Attention _, Instr.TakeAlongAxis _, Instr.Gather _, Instr.SetRows _,
-                     Instr.ScatterAdd _, Instr.ScatterAlongAxis _, Instr.AttentionProbs _, Instr.AttentionProduct _ -> {
+                case Instr.Unary _, Instr.Binary _, Instr.Discrete _, Instr.Contraction _, Instr.Transpose _,
+                     Instr.Broadcast _, Instr.Reduction _, Instr.RowWise _, Instr.Attend _, Instr.Indexing _ -> {
                     List<Var> ops = ins.operands();
                     int[] args = new int[ops.size()];
                     for (int i = 0; i < args.length; i++) args[i] = slot(env, ops.get(i), let);

@@ -3,8 +3,9 @@ package kina.plan;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import kina.eval.Eager;
 import kina.eval.Kernels;
-import kina.eval.Matmul;
+import kina.kernels.Matmul;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;
@@ -17,7 +18,7 @@ import kina.plan.PlanKernels.Unary;
 /**
  * Binds each planned step to its kernel over the arena's buffers: a native kernel of
  * {@link PlanKernels} (or {@link Matmul}) where one exists for the dtype, else the generic
- * {@link Fallback}. One case per instruction, no default.
+ * the generic kernel ({@link #fallback}). One case per instruction, no default.
  */
 final class Lower {
     private final List<Flatten.Slot> slots;
@@ -325,7 +326,7 @@ final class Lower {
 
     // ---- the generic kernel --------------------------------------------------------------------
 
-    /** Wraps the operands as Tensors (copies), calls {@link Fallback}, copies the result into the output buffer. */
+    /** The generic kernel: the operands wrapped as Tensors (copies), the reference kernel run (the interpreter's bits by construction), the result copied into the output buffer. */
     private Runnable fallback(Plan.Op op) {
         Instr ins = op.step().instr();
         List<Var> vars = ins.operands();
@@ -335,7 +336,7 @@ final class Lower {
         return () -> {
             Map<Var, Tensor> env = new HashMap<>();
             for (int i = 0; i < args.length; i++) env.put(vars.get(i), wrap(type(args[i]), buf[args[i]]));
-            Tensor t = Fallback.apply(ins, env);
+            Tensor t = Eager.INSTANCE.apply(ins, env::get);
             if (!t.type().equals(ot)) throw new IllegalStateException(ins.op() + " computed " + t.type() + ", planned " + ot);
             unwrap(t, buf[out]);
         };

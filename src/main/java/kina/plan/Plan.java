@@ -305,18 +305,7 @@ public final class Plan {
     }
 
     /** Instructions that check index values at run time. */
-    private static boolean traps(Instr ins) {
-        return switch (ins) {
-            case Instr.Gather _, Instr.TakeAlongAxis _, Instr.ScatterAdd _, Instr.ScatterAlongAxis _, Instr.SetRows _ -> true;
-            case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Neg _, Instr.Exp _, Instr.Log _, Instr.Sqrt _,
-                 Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _, Instr.Reciprocal _, Instr.Silu _, Instr.Gelu _, Instr.Relu _,
-                 Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Add _, Instr.Sub _, Instr.Mul _,
-                 Instr.Div _, Instr.Maximum _, Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.Matmul _,
-                 Instr.Reshape _, Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _, Instr.Softmax _,
-                 Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _,
-                 Instr.AttentionProbs _, Instr.AttentionProduct _ -> false;
-        };
-    }
+    private static boolean traps(Instr ins) { return ins instanceof Instr.Indexing; }
 
     /**
      * Folds a floating {@code transpose} that swaps the last two axes, is no output, has no views
@@ -353,7 +342,7 @@ public final class Plan {
     }
 
     /**
-     * Products that share their left operand run as one ({@link kina.eval.Matmul#sgemmShared}: A
+     * Products that share their left operand run as one ({@link kina.kernels.Matmul#sgemmShared}: A
      * packed once for all of them, each output's bits unchanged): F32 matmuls of one batch element
      * with the same A (one storage and shape, the same transA) and the same transB, whose B is
      * defined before the first of them. They run where the first ran; only their outputs are
@@ -899,16 +888,8 @@ public final class Plan {
     /** Whether a step can throw while running: index instructions (out-of-range traps) and generic fallbacks. */
     private boolean mayThrow(Op op) {
         if (op.group() != null || op.pass() != RowPass.NONE) return false;
-        return switch (op.step().instr()) {
-            case Instr.Gather _, Instr.TakeAlongAxis _, Instr.SetRows _, Instr.ScatterAdd _, Instr.ScatterAlongAxis _ -> true;
-            case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Neg _, Instr.Sqrt _, Instr.Add _, Instr.Sub _, Instr.Mul _,
-                 Instr.Div _, Instr.Maximum _, Instr.Exp _, Instr.Log _, Instr.Rsqrt _, Instr.Tanh _, Instr.Sigmoid _,
-                 Instr.Reciprocal _, Instr.Silu _, Instr.Gelu _, Instr.Relu _, Instr.Softcap _, Instr.ArgMax _, Instr.Clamp _,
-                 Instr.Requant _, Instr.Greater _, Instr.Select _, Instr.Swiglu _, Instr.Matmul _, Instr.Reshape _,
-                 Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _, Instr.Softmax _, Instr.RmsNorm _,
-                 Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _, Instr.AttentionProbs _,
-                 Instr.AttentionProduct _ -> !Lower.isNative(op, ir.slots);     // a generic fallback may throw what the interpreter throws
-        };
+        return op.step().instr() instanceof Instr.Indexing
+                || !Lower.isNative(op, ir.slots);     // a generic fallback may throw what the interpreter throws
     }
 
     /**

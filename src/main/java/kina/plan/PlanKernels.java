@@ -5,8 +5,8 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import kina.eval.KinaMath;
-import kina.eval.Parallel;
+import kina.kernels.KinaMath;
+import kina.kernels.Parallel;
 
 /**
  * The plan's native kernels over raw buffers: F32 as {@code float[]}, F64 as {@code double[]},

@@ -1,5 +1,6 @@
 package kina.eval;
 
+import kina.kernels.KinaMath;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import kina.eval.Kernels;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;

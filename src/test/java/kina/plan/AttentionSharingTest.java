@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
 import kina.eval.Kernels;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;

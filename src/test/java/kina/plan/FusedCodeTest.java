@@ -7,7 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.ir.DType;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterEach;

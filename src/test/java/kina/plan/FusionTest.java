@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import java.util.Map;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Program;

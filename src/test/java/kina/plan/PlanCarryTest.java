@@ -14,7 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import kina.eval.EvalError;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.KinaException;

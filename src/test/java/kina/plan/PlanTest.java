@@ -19,7 +19,7 @@ import kina.check.Checker;
 import kina.eval.EvalError;
 import kina.eval.Interpreter;
 import kina.eval.Npy;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.eval.Value;
 import kina.ir.DType;

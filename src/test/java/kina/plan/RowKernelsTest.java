@@ -3,7 +3,7 @@ package kina.plan;
 import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
 import static kina.plan.PlanTest.transformed;
 
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;

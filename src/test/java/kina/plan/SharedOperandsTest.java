@@ -5,7 +5,7 @@ import static kina.plan.PlanTest.trainStep;
 import static kina.plan.PlanTest.transformed;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;

@@ -8,7 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.Map;
 import java.util.stream.Stream;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterAll;

@@ -14,7 +14,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The JMH settings kina's kernel benchmarks share (JMH inherits them): µs per call, averaged, one
  * fork with the Vector API and the train step's GC, 3 × 1 s warm-up and 5 × 1 s measured; the
- * thread count a benchmark gives {@link kina.eval.Parallel} in its setup.
+ * thread count a benchmark gives {@link kina.kernels.Parallel} in its setup.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)

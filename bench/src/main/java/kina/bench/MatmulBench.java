@@ -1,8 +1,8 @@
 package kina.bench;
 
 import java.util.SplittableRandom;
-import kina.eval.Matmul;
-import kina.eval.Parallel;
+import kina.kernels.Matmul;
+import kina.kernels.Parallel;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;

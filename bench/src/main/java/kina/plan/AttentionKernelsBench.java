@@ -1,7 +1,7 @@
 package kina.plan;
 
 import java.util.SplittableRandom;
-import kina.eval.Parallel;
+import kina.kernels.Parallel;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;

@@ -1,8 +1,9 @@
-package kina.eval;
+package kina.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.SplittableRandom;
+import kina.eval.Kernels;
 import kina.ir.DType;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;

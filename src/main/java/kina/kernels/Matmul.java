@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.kernels;
 
 import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
@@ -7,7 +7,7 @@ import jdk.incubator.vector.VectorSpecies;
 /**
  * The matmul kernels shared by the interpreter and the compiled plan, so their bits agree.
  *
- * <p>Order (the specification, {@link Kernels#matmulScalar} is its scalar twin): for every output
+ * <p>Order (the specification, the reference kernel kina.eval.Kernels.matmulScalar is its scalar twin): for every output
  * element, acc = −0.0, then acc = fma(a[.., i, p], b[.., p, j], acc) for p = 0 … K−1 in increasing
  * p: one rounding per product-and-add, in F32 (float fma) or F64. Starting from −0.0 makes the
  * first step exactly the rounded first product, and K = 0 gives −0.0 … so the caller's K = 0 case
@@ -717,7 +717,7 @@ public final class Matmul {
     }
 
     /** The interpreter's entry: F32 values held in doubles. */
-    static double[] f32(double[] a, double[] b, int batch, int m, int k, int n) {
+    public static double[] f32(double[] a, double[] b, int batch, int m, int k, int n) {
         float[] af = new float[a.length], bf = new float[b.length], out = new float[batch * m * n];
         for (int i = 0; i < a.length; i++) af[i] = (float) a[i];
         for (int i = 0; i < b.length; i++) bf[i] = (float) b[i];
@@ -728,7 +728,7 @@ public final class Matmul {
     }
 
     /** The interpreter's entry for F64. */
-    static double[] f64(double[] a, double[] b, int batch, int m, int k, int n) {
+    public static double[] f64(double[] a, double[] b, int batch, int m, int k, int n) {
         double[] out = new double[batch * m * n];
         dgemm(a, false, b, false, out, batch, m, k, n);
         return out;

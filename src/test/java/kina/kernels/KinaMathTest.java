@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.kernels;
 
 import jdk.incubator.vector.FloatVector;
 

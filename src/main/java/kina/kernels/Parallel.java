@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.kernels;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;

@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

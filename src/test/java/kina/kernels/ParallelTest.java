@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -35,8 +35,8 @@ class ParallelTest {
     @Test void aFailingChunkIsRethrownToTheCaller() {
         Parallel.setThreads(2);
         assertThatThrownBy(() -> Parallel.forEach(100, 1L << 30, c -> {
-            if (c == 57) throw new EvalError("gather: index 9 out of range [0, 8)");
-        })).isInstanceOf(EvalError.class).hasMessageContaining("out of range");
+            if (c == 57) throw new IllegalStateException("index 9 out of range [0, 8)");
+        })).isInstanceOf(IllegalStateException.class).hasMessageContaining("out of range");
         AtomicIntegerArray runs = new AtomicIntegerArray(10);           // the pool still works afterwards
         Parallel.forEach(10, 1L << 30, runs::incrementAndGet);
         for (int c = 0; c < 10; c++) assertThat(runs.get(c)).isEqualTo(1);
