@@ -1,9 +1,10 @@
 package kina.ir;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
+import java.util.Objects;
 import java.util.stream.Collectors;
 
 /**
@@ -12,8 +13,8 @@ import java.util.stream.Collectors;
  * parentheses precedence needs; a fn body is indented two spaces per level, one let per line
  * ({@code let x = e in}), the result on its own line. Floats print with {@link Double#toString}
  * (round trips exactly; {@code inf}, {@code -inf}, {@code nan} for the non-finite), I64 and I1
- * payloads as integers. ScatterAdd / ScatterAlongAxis print in a marked internal form
- * ({@code %scatter_add(u, ids, T)}) that the parser refuses.
+ * payloads as integers. IR-internal instructions print in a marked form
+ * ({@code %scatter_add(u, ids, T)}).
  */
 public final class Printer {
     private Printer() {}
@@ -30,7 +31,7 @@ public final class Printer {
     public static String print(Block b) { return block(b, 0); }
 
     /** One instruction with its operands by name (temporaries appear as {@code %N}); for messages. */
-    public static String rhs(Instr i) { return instr(i, (v, need) -> v.name()).text(); }
+    public static String rhs(Instr i) { return instr(i, (v, need) -> v.name(), 0).text(); }
 
     @FunctionalInterface private interface Operands { String at(Var v, int need); }
 
@@ -59,7 +60,7 @@ public final class Printer {
 
     private static Printed rhs(Rhs r, Operands o, int indent) {
         return switch (r) {
-            case Instr i -> instr(i, o);
+            case Instr i -> instr(i, o, indent);
             case Rhs.Fn(List<Rhs.Param> params, Type result, Block body) -> new Printed(
                     params.stream().map(p -> p.name().name() + ": " + p.type())
                             .collect(Collectors.joining(", ", "fn(", ") -> "))
@@ -88,93 +89,46 @@ public final class Printer {
         };
     }
 
-    /** The printer's column of DESIGN §3: every instruction, no default. */
-    private static Printed instr(Instr i, Operands o) {
-        return switch (i) {
-            case Instr.Input(TensorType t) -> new Printed(t.toString(), ATOM);
-            case Instr.Literal(TensorType t, Payload p) -> new Printed(t + " payload { " + payload(t.dtype(), p) + " }", ATOM);
-            case Instr.Fill(TensorType t, double v) -> new Printed(
-                    Double.doubleToRawLongBits(v) == Double.doubleToRawLongBits(1.0) ? "ones(" + t + ")"
-                            : Double.doubleToRawLongBits(v) == 0L ? "zeros(" + t + ")"
-                            : "fill(" + t + ", " + number(v) + ")", ATOM);
-            case Instr.Neg(Var x) -> new Printed("-" + o.at(x, UNARY), UNARY);
-            case Instr.Exp(Var x) -> method(o, x, "exp()");
-            case Instr.Log(Var x) -> method(o, x, "log()");
-            case Instr.Sqrt(Var x) -> method(o, x, "sqrt()");
-            case Instr.Rsqrt(Var x) -> method(o, x, "rsqrt()");
-            case Instr.Tanh(Var x) -> method(o, x, "tanh()");
-            case Instr.Sigmoid(Var x) -> method(o, x, "sigmoid()");
-            case Instr.Reciprocal(Var x) -> method(o, x, "reciprocal()");
-            case Instr.Silu(Var x) -> method(o, x, "silu()");
-            case Instr.Gelu(Var x) -> method(o, x, "gelu()");
-            case Instr.Relu(Var x) -> method(o, x, "relu()");
-            case Instr.Softcap(Var x, double cap) -> method(o, x, "softcap(cap=" + number(cap) + ")");
-            case Instr.ArgMax(Var x, int axis) -> method(o, x, "argmax(axis=" + axis + ")");
-            case Instr.Clamp(Var x, long lo, long hi) -> method(o, x, "clamp(lo=" + lo + ", hi=" + hi + ")");
-            case Instr.Requant(Var x, int shift) -> method(o, x, "requant(shift=" + shift + ")");
-            case Instr.Add(Var a, Var b) -> binary(o, a, " + ", b, SUM);
-            case Instr.Sub(Var a, Var b) -> binary(o, a, " - ", b, SUM);
-            case Instr.Mul(Var a, Var b) -> binary(o, a, " * ", b, PROD);
-            case Instr.Div(Var a, Var b) -> binary(o, a, " / ", b, PROD);
-            case Instr.Maximum(Var a, Var b) -> method(o, a, "maximum(" + o.at(b, EXPR) + ")");
-            case Instr.Greater(Var a, Var b) -> method(o, a, "greater(" + o.at(b, EXPR) + ")");
-            case Instr.Select(Var m, Var a, Var b) -> method(o, m, "select(" + o.at(a, EXPR) + ", " + o.at(b, EXPR) + ")");
-            case Instr.Swiglu(Var g, Var u) -> method(o, g, "swiglu(" + o.at(u, EXPR) + ")");
-            case Instr.Matmul(Var a, Var b) -> binary(o, a, " @ ", b, PROD);
-            case Instr.Reshape(Var x, Shape to) -> method(o, x, "reshape(" + to + ")");
-            case Instr.Transpose(Var x, Perm perm) -> method(o, x, "transpose(" + perm + ")");
-            case Instr.Broadcast(Var x, Shape to) -> method(o, x, "broadcast(" + to + ")");
-            case Instr.Sum(Var x, int axis, boolean keep) -> method(o, x, "sum(axis=" + axis + ", keepdims=" + keep + ")");
-            case Instr.LogSoftmax(Var x, int axis) -> method(o, x, "log_softmax(axis=" + axis + ")");
-            case Instr.Softmax(Var x, int axis) -> method(o, x, "softmax(axis=" + axis + ")");
-            case Instr.RmsNorm(Var x, Optional<Var> w, Optional<Var> r, double eps) ->
-                    method(o, x, "rmsnorm(" + opts(o, w, r) + "eps=" + number(eps) + ")");
-            case Instr.LayerNorm(Var x, Optional<Var> w, Optional<Var> b, double eps) ->
-                    method(o, x, "layernorm(" + opts(o, w, b) + "eps=" + number(eps) + ")");
-            case Instr.L2Norm(Var x, double eps) -> method(o, x, "l2norm(eps=" + number(eps) + ")");
-            case Instr.Rope(Var x, Var c, Var sn, int heads, int rotary, int start) -> method(o, x, "rope("
-                    + o.at(c, EXPR) + ", " + o.at(sn, EXPR) + ", heads=" + heads
-                    + (rotary != 0 ? ", rotary=" + rotary : "") + (start != 0 ? ", start=" + start : "") + ")");
-            case Instr.Attention(Var q, Var k, Var v, Optional<Var> sinks, Instr.AttnOpts opts) -> method(o, q, "attention("
-                    + o.at(k, EXPR) + ", " + o.at(v, EXPR) + ", " + opts(o, sinks) + attn(opts) + ")");
-            case Instr.TakeAlongAxis(Var v, Var ids, int axis) ->
-                    method(o, v, "take_along_axis(" + o.at(ids, EXPR) + ", axis=" + axis + ")");
-            case Instr.Gather(Var v, Var ids) -> method(o, v, "gather(" + o.at(ids, EXPR) + ")");
-            case Instr.SetRows(Var t, Var ids, Var rows) ->
-                    method(o, t, "set_rows(" + o.at(ids, EXPR) + ", " + o.at(rows, EXPR) + ")");
-            case Instr.ScatterAdd(Var u, Var ids, TensorType dest) ->
-                    new Printed("%scatter_add(" + o.at(u, EXPR) + ", " + o.at(ids, EXPR) + ", " + dest + ")", ATOM);
-            case Instr.ScatterAlongAxis(int axis, Var u, Var ids, TensorType dest) -> new Printed(
-                    "%scatter_along_axis(" + o.at(u, EXPR) + ", " + o.at(ids, EXPR) + ", axis=" + axis + ", " + dest + ")", ATOM);
-            case Instr.AttentionProbs(Var q, Var k, Optional<Var> sinks, Instr.AttnOpts opts, boolean col) -> new Printed(
-                    "%attention_probs(" + o.at(q, EXPR) + ", " + o.at(k, EXPR) + ", " + opts(o, sinks) + attn(opts)
-                            + ", sink_column=" + col + ")", ATOM);
-            case Instr.AttentionProduct(Var a, Var b, Instr.AttnOpts opts, var form) -> new Printed(
-                    "%" + form.op() + "(" + o.at(a, EXPR) + ", " + o.at(b, EXPR) + ", " + attn(opts) + ")", ATOM);
-        };
+    /**
+     * An instruction: the grammar's operators, inputs, literals and fills here, every other
+     * instruction by its entry in the {@link Syntax} table (the parser reads the same table).
+     */
+    private static Printed instr(Instr i, Operands o, int indent) {
+        if (i instanceof Instr.Input(TensorType t)) return new Printed(t.toString(), ATOM);
+        if (i instanceof Instr.Literal(TensorType t, Payload p)) return new Printed(t + " payload { " + payload(t.dtype(), p) + " }", ATOM);
+        if (i instanceof Instr.Fill(TensorType t, double v)) return new Printed(
+                Double.doubleToRawLongBits(v) == Double.doubleToRawLongBits(1.0) ? "ones(" + t + ")"
+                        : Double.doubleToRawLongBits(v) == 0L ? "zeros(" + t + ")"
+                        : "fill(" + t + ", " + number(v) + ")", ATOM);
+        if (i instanceof Instr.Neg(Var x)) return new Printed("-" + o.at(x, UNARY), UNARY);
+        if (i instanceof Instr.Add(Var a, Var b)) return binary(o, a, " + ", b, SUM);
+        if (i instanceof Instr.Sub(Var a, Var b)) return binary(o, a, " - ", b, SUM);
+        if (i instanceof Instr.Mul(Var a, Var b)) return binary(o, a, " * ", b, PROD);
+        if (i instanceof Instr.Div(Var a, Var b)) return binary(o, a, " / ", b, PROD);
+        if (i instanceof Instr.Matmul(Var a, Var b)) return binary(o, a, " @ ", b, PROD);
+        Syntax.Form f = Syntax.of(i);
+        if (f == null) throw new IllegalStateException(i.op() + " has no surface form in the Syntax table");
+        Syntax.Args a = f.parts().apply(i);
+        List<String> inside = new ArrayList<>();
+        List<Syntax.Arg> kinds = f.positional();
+        for (int k = f.internal() ? 0 : 1; k < kinds.size(); k++) {
+            Object v = a.pos().get(k);
+            switch (kinds.get(k)) {
+                case TENSOR, OPT_TENSOR -> { if (v != null) inside.add(o.at((Var) v, EXPR)); }
+                case TENSORS -> { for (Var x : a.vars(k)) inside.add(o.at(x, EXPR)); }
+                case SHAPE, PERM, TYPE -> inside.add(v.toString());
+                case FN -> inside.add(rhs((Rhs.Fn) v, o, indent).text());
+            }
+        }
+        for (Syntax.Kw kw : f.keywords()) {
+            Object v = a.kw().get(kw.name());
+            if (kw.dflt() != null && !kw.shown() && Objects.equals(v, kw.dflt())) continue;
+            inside.add(kw.name() + "=" + (kw.kind() == Syntax.KwKind.NUMBER ? number((Double) v) : String.valueOf(v)));
+        }
+        String call = f.name() + "(" + String.join(", ", inside) + ")";
+        return f.internal() ? new Printed("%" + call, ATOM) : new Printed(o.at(a.var(0), POST) + "." + call, POST);
     }
 
-    /** The present optional operands, each followed by {@code ", "}. */
-    @SafeVarargs
-    private static String opts(Operands o, Optional<Var>... vs) {
-        StringBuilder sb = new StringBuilder();
-        for (Optional<Var> v : vs) v.ifPresent(x -> sb.append(o.at(x, EXPR)).append(", "));
-        return sb.toString();
-    }
-
-    /** The keyword arguments of attention: heads and kv_heads, then those that differ from their default. */
-    private static String attn(Instr.AttnOpts a) {
-        return "heads=" + a.heads() + ", kv_heads=" + a.kvHeads()
-                + (Double.isNaN(a.scale()) ? "" : ", scale=" + number(a.scale()))
-                + (a.softcap() != 0 ? ", softcap=" + number(a.softcap()) : "")
-                + (a.window() != 0 ? ", window=" + a.window() : "")
-                + (a.chunk() != 0 ? ", chunk=" + a.chunk() : "")
-                + (a.start() != 0 ? ", start=" + a.start() : "");
-    }
-
-    private static Printed method(Operands o, Var receiver, String call) {
-        return new Printed(o.at(receiver, POST) + "." + call, POST);
-    }
 
     /** Left-associative: the left operand may be of the same level, the right one must bind tighter. */
     private static Printed binary(Operands o, Var a, String op, Var b, int level) {

@@ -2,10 +2,8 @@ package kina.syntax;
 
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.stream.Collectors;
 
 import kina.ir.Block;
@@ -19,6 +17,7 @@ import kina.ir.Pos;
 import kina.ir.Program;
 import kina.ir.Rhs;
 import kina.ir.Shape;
+import kina.ir.Syntax;
 import kina.ir.TensorType;
 import kina.ir.Type;
 import kina.ir.Var;
@@ -36,110 +35,6 @@ import kina.syntax.Lexer.Token;
  * at the offending token: {@code expected ')' but found 'in'}.
  */
 public final class Parser {
-
-    // ---- the method table: one entry per method instruction ----------------------------------
-
-    /** What a positional method argument is: a tensor expression, a shape {@code [..]}, a permutation {@code [..]}. */
-    private enum Arg { TENSOR, SHAPE, PERM, OPT_TENSOR }
-
-    /** What a keyword argument's value is. */
-    private enum KwKind { INT, BOOL, NUMBER }
-
-    /** A keyword argument; {@code dflt} null when it is required. */
-    private record Kw(String name, KwKind kind, Object dflt) {}
-
-    /** The parsed arguments of one method call; positionals in order, keywords by name (defaults filled). */
-    private record Args(List<Object> pos, Map<String, Object> kw) {
-        Var var(int i) { return (Var) pos.get(i); }
-        Optional<Var> opt(int i) { return Optional.ofNullable((Var) pos.get(i)); }
-        Shape shape(int i) { return (Shape) pos.get(i); }
-        Perm perm(int i) { return (Perm) pos.get(i); }
-        int integer(String k) { return (Integer) kw.get(k); }
-        boolean bool(String k) { return (Boolean) kw.get(k); }
-        double number(String k) { return (Double) kw.get(k); }
-    }
-
-    @FunctionalInterface private interface Build { Instr of(Var receiver, Args a); }
-
-    /** {@code x.name(positionals…, kw=v, …)} builds one instruction. */
-    private record Method(String name, List<Arg> positional, List<Kw> keywords, Build build) {}
-
-    private static Method m(String name, List<Arg> positional, List<Kw> keywords, Build build) {
-        return new Method(name, positional, keywords, build);
-    }
-
-    private static final Kw AXIS = new Kw("axis", KwKind.INT, null);
-    private static final Kw HEADS = new Kw("heads", KwKind.INT, null);
-    private static final List<Arg> NONE = List.of(), ONE = List.of(Arg.TENSOR), TWO = List.of(Arg.TENSOR, Arg.TENSOR);
-
-    private static Kw eps(double dflt) { return new Kw("eps", KwKind.NUMBER, dflt); }
-
-    private static Kw opt(String name, KwKind kind, Object dflt) { return new Kw(name, kind, dflt); }
-
-    private static Instr.AttnOpts attnOpts(Args a) {
-        return new Instr.AttnOpts(a.integer("heads"), a.integer("kv_heads"), a.number("scale"), a.number("softcap"),
-                a.integer("window"), a.integer("chunk"), a.integer("start"));
-    }
-
-    private static final List<Kw> ATTENTION = List.of(HEADS, new Kw("kv_heads", KwKind.INT, null),
-            opt("scale", KwKind.NUMBER, Double.NaN), opt("softcap", KwKind.NUMBER, 0.0), opt("window", KwKind.INT, 0),
-            opt("chunk", KwKind.INT, 0), opt("start", KwKind.INT, 0));
-
-    /** Every method of the surface language (DESIGN §2.1); a new instruction adds one line here. */
-    private static final Map<String, Method> METHODS = table(
-            m("exp", List.of(), List.of(), (x, a) -> new Instr.Exp(x)),
-            m("log", List.of(), List.of(), (x, a) -> new Instr.Log(x)),
-            m("reshape", List.of(Arg.SHAPE), List.of(), (x, a) -> new Instr.Reshape(x, a.shape(0))),
-            m("transpose", List.of(Arg.PERM), List.of(), (x, a) -> new Instr.Transpose(x, a.perm(0))),
-            m("broadcast", List.of(Arg.SHAPE), List.of(), (x, a) -> new Instr.Broadcast(x, a.shape(0))),
-            m("sum", List.of(), List.of(AXIS, new Kw("keepdims", KwKind.BOOL, false)),
-                    (x, a) -> new Instr.Sum(x, a.integer("axis"), a.bool("keepdims"))),
-            m("softmax", List.of(), List.of(AXIS), (x, a) -> new Instr.Softmax(x, a.integer("axis"))),
-            m("log_softmax", List.of(), List.of(AXIS), (x, a) -> new Instr.LogSoftmax(x, a.integer("axis"))),
-            m("take_along_axis", List.of(Arg.TENSOR), List.of(AXIS),
-                    (x, a) -> new Instr.TakeAlongAxis(x, a.var(0), a.integer("axis"))),
-            m("gather", List.of(Arg.TENSOR), List.of(), (x, a) -> new Instr.Gather(x, a.var(0))),
-            // the transformer vocabulary (issue 5)
-            m("sqrt", NONE, List.of(), (x, a) -> new Instr.Sqrt(x)),
-            m("rsqrt", NONE, List.of(), (x, a) -> new Instr.Rsqrt(x)),
-            m("tanh", NONE, List.of(), (x, a) -> new Instr.Tanh(x)),
-            m("sigmoid", NONE, List.of(), (x, a) -> new Instr.Sigmoid(x)),
-            m("reciprocal", NONE, List.of(), (x, a) -> new Instr.Reciprocal(x)),
-            m("silu", NONE, List.of(), (x, a) -> new Instr.Silu(x)),
-            m("gelu", NONE, List.of(), (x, a) -> new Instr.Gelu(x)),
-            m("relu", NONE, List.of(), (x, a) -> new Instr.Relu(x)),
-            m("softcap", NONE, List.of(opt("cap", KwKind.NUMBER, null)), (x, a) -> new Instr.Softcap(x, a.number("cap"))),
-            m("argmax", NONE, List.of(AXIS), (x, a) -> new Instr.ArgMax(x, a.integer("axis"))),
-            m("clamp", NONE, List.of(opt("lo", KwKind.INT, null), opt("hi", KwKind.INT, null)),
-                    (x, a) -> new Instr.Clamp(x, a.integer("lo"), a.integer("hi"))),
-            m("requant", NONE, List.of(opt("shift", KwKind.INT, null)), (x, a) -> new Instr.Requant(x, a.integer("shift"))),
-            m("maximum", ONE, List.of(), (x, a) -> new Instr.Maximum(x, a.var(0))),
-            m("greater", ONE, List.of(), (x, a) -> new Instr.Greater(x, a.var(0))),
-            m("select", TWO, List.of(), (x, a) -> new Instr.Select(x, a.var(0), a.var(1))),
-            m("swiglu", ONE, List.of(), (x, a) -> new Instr.Swiglu(x, a.var(0))),
-            m("rmsnorm", List.of(Arg.OPT_TENSOR, Arg.OPT_TENSOR), List.of(eps(1e-5)),
-                    (x, a) -> new Instr.RmsNorm(x, a.opt(0), a.opt(1), a.number("eps"))),
-            m("layernorm", List.of(Arg.OPT_TENSOR, Arg.OPT_TENSOR), List.of(eps(1e-5)),
-                    (x, a) -> new Instr.LayerNorm(x, a.opt(0), a.opt(1), a.number("eps"))),
-            m("l2norm", NONE, List.of(eps(1e-6)), (x, a) -> new Instr.L2Norm(x, a.number("eps"))),
-            m("rope", TWO, List.of(HEADS, opt("rotary", KwKind.INT, 0), opt("start", KwKind.INT, 0)),
-                    (x, a) -> new Instr.Rope(x, a.var(0), a.var(1), a.integer("heads"), a.integer("rotary"), a.integer("start"))),
-            m("attention", List.of(Arg.TENSOR, Arg.TENSOR, Arg.OPT_TENSOR), ATTENTION,
-                    (x, a) -> new Instr.Attention(x, a.var(0), a.var(1), a.opt(2), attnOpts(a))),
-            // row(i): one row by an I64 [1] index, a documented alias of gather ([V, D] → [1, D])
-            m("row", ONE, List.of(), (x, a) -> new Instr.Gather(x, a.var(0))),
-            m("set_rows", TWO, List.of(), (x, a) -> new Instr.SetRows(x, a.var(0), a.var(1))));
-
-    private static Map<String, Method> table(Method... ms) {
-        Map<String, Method> t = new LinkedHashMap<>();
-        for (Method x : ms) t.put(x.name(), x);
-        return t;
-    }
-
-    /** IR-internal instructions that the printer shows as {@code %name(…)} and the parser refuses. */
-    /** The IR-internal instructions transform_ad makes: they have no surface form. */
-    private static final java.util.Set<String> INTERNAL = java.util.Set.of(
-            "scatter_add", "scatter_along_axis", "attention_probs", "attention_qk", "attention_pk", "attention_pq");
 
     private static String internal(String name) { return name + " is IR-internal (made by transform_ad); it has no surface form"; }
 
@@ -324,30 +219,35 @@ public final class Parser {
             Token name = peek();
             if (name.kind() != Kind.IDENT) throw expected("a method name after '.'", name);
             next();
-            Method m = METHODS.get(name.text());
-            if (m == null && INTERNAL.contains(name.text())) throw new SyntaxError(name.pos(), internal(name.text()));
+            Syntax.Form m = Syntax.method(name.text());
+            if (m == null && Syntax.internal(name.text()) != null) throw new SyntaxError(name.pos(), internal(name.text()));
             if (m == null)
                 throw new SyntaxError(name.pos(), "unknown method '" + name.text() + "'; known methods: "
-                        + String.join(", ", METHODS.keySet()));
+                        + String.join(", ", Syntax.methodNames()));
             Var receiver = bind(x);
-            x = new Pending(m.build().of(receiver, methodArgs(m)), x.pos());
+            x = new Pending(m.build().apply(formArgs(m, receiver)), x.pos());
         }
         return x;
     }
 
-    /** {@code ( positionals…, kw=v, … )} for method m; defaults filled, missing or unknown keywords refused. */
-    private Args methodArgs(Method m) {
+    /**
+     * {@code ( positionals…, kw=v, … )} of form m (after a method's receiver, which leads the
+     * positionals); defaults filled, missing or unknown keywords refused.
+     */
+    private Syntax.Args formArgs(Syntax.Form m, Var receiver) {
         expect("(");
         List<Object> pos = new ArrayList<>();
+        if (receiver != null) pos.add(receiver);
+        List<Syntax.Arg> kinds = m.inParentheses();
         boolean any = false;
-        for (int k = 0; k < m.positional().size(); k++) {
-            Arg kind = m.positional().get(k);
-            if (kind == Arg.OPT_TENSOR) {                 // present unless ')' or a keyword comes next
+        for (int k = 0; k < kinds.size(); k++) {
+            Syntax.Arg kind = kinds.get(k);
+            if (kind == Syntax.Arg.OPT_TENSOR) {          // present unless ')' or a keyword comes next
                 int look = any ? at + 1 : at;
                 boolean present = (any ? peek().is(",") : !peek().is(")"))
                         && !(toks.get(look).kind() == Kind.IDENT && look + 1 < toks.size() && toks.get(look + 1).is("="));
                 if (!present) {
-                    for (; k < m.positional().size(); k++) pos.add(null);
+                    for (; k < kinds.size(); k++) pos.add(null);
                     break;
                 }
             }
@@ -355,8 +255,21 @@ public final class Parser {
             any = true;
             pos.add(switch (kind) {
                 case TENSOR, OPT_TENSOR -> bind(expr());
+                case TENSORS -> {
+                    List<Var> vs = new ArrayList<>(List.of(bind(expr())));
+                    while (peek().is(",") && !(toks.get(at + 1).kind() == Kind.IDENT && toks.get(at + 2).is("="))) {
+                        next();
+                        vs.add(bind(expr()));
+                    }
+                    yield List.copyOf(vs);
+                }
                 case SHAPE -> new Shape(dims());
                 case PERM -> new Perm(ints());
+                case TYPE -> tensorType();
+                case FN -> {
+                    if (!peek().is("fn")) throw expected("a fn literal", peek());
+                    yield ((Pending) fn()).rhs();
+                }
             });
         }
         Map<String, Object> kw = new HashMap<>();
@@ -373,7 +286,7 @@ public final class Parser {
                     throw expected("a keyword argument of " + m.name() + " (" + known + ")", name);
                 next();
                 next();
-                Kw spec = m.keywords().stream().filter(k -> k.name().equals(name.text())).findFirst().orElseThrow(
+                Syntax.Kw spec = m.keywords().stream().filter(k -> k.name().equals(name.text())).findFirst().orElseThrow(
                         () -> new SyntaxError(name.pos(), "unknown keyword argument '" + name.text() + "' of "
                                 + m.name() + "; it takes " + known));
                 if (kw.containsKey(spec.name()))
@@ -385,7 +298,7 @@ public final class Parser {
                 });
             }
             Token close = peek();
-            for (Kw k : m.keywords()) {
+            for (Syntax.Kw k : m.keywords()) {
                 if (kw.containsKey(k.name())) continue;
                 if (k.dflt() == null)
                     throw new SyntaxError(close.pos(), "missing keyword argument '" + k.name() + "' of " + m.name()
@@ -394,7 +307,7 @@ public final class Parser {
             }
             expect(")");
         }
-        return new Args(pos, kw);
+        return new Syntax.Args(pos, kw);
     }
 
     private Operand atom() {
@@ -407,7 +320,7 @@ public final class Parser {
             }
             case INTERNAL -> {
                 String name = t.text().substring(1);
-                throw new SyntaxError(t.pos(), INTERNAL.contains(name) ? internal(name)
+                throw new SyntaxError(t.pos(), Syntax.internal(name) != null ? internal(name)
                         : "'" + t.text() + "' is an IR-internal name; write the expression itself");
             }
             case KEYWORD -> {

@@ -259,7 +259,7 @@ class ParserTest {
         String text = Printer.print(b);
         assertThat(text).isEqualTo("""
                 let g = %scatter_add(u, ids, tensor<F32, [8, 4], @host>) in
-                let h = %scatter_along_axis(u, ids, axis=2, tensor<F32, [1, 4, 8], @host>) in
+                let h = %scatter_along_axis(u, ids, tensor<F32, [1, 4, 8], @host>, axis=2) in
                 g
                 """);
         assertThat(fails(text).getMessage()).isEqualTo("scatter_add is IR-internal (made by transform_ad); it has no surface form");
