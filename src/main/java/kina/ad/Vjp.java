@@ -129,6 +129,8 @@ public final class Vjp {
             case ScatterAlongAxis(var axis, _, var ids, _) -> valuesOnly(o.takeAlongAxis(g, p.of(ids), axis));
             case AttentionProbs a -> attentionProbs(a, p, y, g, o);
             case AttentionProduct(var a, var b, var op, var form) -> attentionProduct(form, op, p.of(a), p.of(b), g, o);
+            // the plan's fusions exist only in planned programs, which are never differentiated
+            case Fused f -> refuse(new Refusal.Unavailable(f.op() + ": a plan fusion, made after AD; differentiate the program it was made from"));
         };
     }
 

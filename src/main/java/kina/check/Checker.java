@@ -133,7 +133,7 @@ public final class Checker {
                 Map<Var, TensorType> operands = new HashMap<>();
                 for (Var v : ins.operands()) operands.put(v, tensor(let, ins.op(), v, s));
                 try {
-                    yield new Typed(ins, TypeRules.infer(ins, operands::get));
+                    yield new Typed(ins, TypeRules.result(ins, operands::get));
                 } catch (TypeRules.Mismatch m) {
                     throw TypeError.at(let, m.op(), m.getMessage());
                 }

@@ -1,13 +1,18 @@
 package kina.check;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Function;
 import kina.ir.DType;
 import kina.ir.Instr;
+import kina.ir.Let;
 import kina.ir.Payload;
 import kina.ir.Perm;
 import kina.ir.Placement;
+import kina.ir.Rhs;
 import kina.ir.Shape;
 import kina.ir.TensorType;
+import kina.ir.Type;
 import kina.ir.Var;
 
 /**
@@ -44,6 +49,31 @@ public final class TypeRules {
      * @throws Mismatch when a premise of the rule fails
      */
     public static TensorType infer(Instr ins, Function<Var, TensorType> typeOf) {
+        if (ins instanceof Instr.Fused f) {
+            List<TensorType> ts = fused(f, typeOf);
+            if (ts.size() != 1) throw new Mismatch(ins.op(), "makes " + ts.size() + " values: bind them with let ( … ) =");
+            return ts.getFirst();
+        }
+        return single(ins, typeOf);
+    }
+
+    /**
+     * The type of {@code ins}'s value: its tensor type, or a tuple of them for a fusion with
+     * several results (bound by a destructuring let).
+     *
+     * @throws Mismatch when a premise of the rule fails
+     */
+    public static Type result(Instr ins, Function<Var, TensorType> typeOf) {
+        List<TensorType> ts = results(ins, typeOf);
+        return ts.size() == 1 ? ts.getFirst() : new Type.Tuple(List.copyOf(ts));
+    }
+
+    /** The types of {@code ins}'s values, in order: one for every instruction but a fusion with several results. */
+    public static List<TensorType> results(Instr ins, Function<Var, TensorType> typeOf) {
+        return ins instanceof Instr.Fused f ? fused(f, typeOf) : List.of(single(ins, typeOf));
+    }
+
+    private static TensorType single(Instr ins, Function<Var, TensorType> typeOf) {
         String op = ins.op();
         return switch (ins) {
             // ---- constants
@@ -155,7 +185,98 @@ public final class TypeRules {
                 yield t.withShape(qs.prefix(r - 2).concat(o.heads(), qs.dim(r - 2), col ? 1 : l));
             }
             case Instr.AttentionProduct(var a, var b, var o, var form) -> attentionProduct(op, typeOf.apply(a), typeOf.apply(b), o, form);
+            case Instr.Fused f -> throw new IllegalArgumentException(f.op() + " is a fusion: TypeRules.results");
         };
+    }
+
+    // ---- the plan's fusions: each the rule of the composition it stands for ------------------
+
+    private static List<TensorType> fused(Instr.Fused ins, Function<Var, TensorType> typeOf) {
+        String op = ins.op();
+        return switch (ins) {
+            case Instr.MatmulT(var a, var b, var ta, var tb) -> List.of(matmulT(op, typeOf.apply(a), typeOf.apply(b), ta, tb));
+            case Instr.MatmulShared(var a, var bs, var ta, var tb) -> {
+                if (bs.size() < 2) throw new Mismatch(op, "shares one left operand among 2 or more products, got " + bs.size());
+                List<TensorType> out = new ArrayList<>();
+                for (Var b : bs) out.add(matmulT(op, typeOf.apply(a), typeOf.apply(b), ta, tb));
+                yield out;
+            }
+            case Instr.SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(op, typeOf.apply(p), typeOf.apply(dp), rowSums);
+            case Instr.AttentionSoftmaxGrad(var p, var g, var v, var x, var q, var o, var rowSums, var dv) -> {
+                TensorType dpt = attentionProduct(op, typeOf.apply(g), typeOf.apply(v), o, Instr.AttentionProduct.Form.QK);
+                List<TensorType> out = new ArrayList<>(softmaxGrad(op, typeOf.apply(p), dpt, rowSums));
+                TensorType ds = out.getFirst();
+                x.ifPresent(xv -> out.add(attentionProduct(op, ds, typeOf.apply(xv), o, Instr.AttentionProduct.Form.PK)));
+                q.ifPresent(qv -> out.add(attentionProduct(op, ds, typeOf.apply(qv), o, Instr.AttentionProduct.Form.PQ)));
+                if (dv) out.add(attentionProduct(op, typeOf.apply(p), typeOf.apply(g), o, Instr.AttentionProduct.Form.PQ));
+                yield out;
+            }
+            case Instr.AttentionWithProbs(var q, var k, var v, var sinks, var o, var probs, var shares) -> {
+                List<TensorType> out = new ArrayList<>(List.of(single(new Instr.Attention(q, k, v, sinks, o), typeOf)));
+                if (probs) out.add(single(new Instr.AttentionProbs(q, k, sinks, o, false), typeOf));
+                if (shares) out.add(single(new Instr.AttentionProbs(q, k, sinks, o, true), typeOf));
+                yield out;
+            }
+            case Instr.SwigluSigmoid(var g, var u) -> {
+                TensorType t = elementwise(op, "swiglu", typeOf.apply(g), typeOf.apply(u));
+                yield List.of(t, t);
+            }
+            case Instr.Elementwise(var inputs, var body) -> elementwiseBody(op, inputs, body, typeOf);
+        };
+    }
+
+    /** a @ b with a's (transA) or b's (transB) last two axes swapped first. */
+    private static TensorType matmulT(String op, TensorType a, TensorType b, boolean ta, boolean tb) {
+        TensorType at = ta ? transpose(op, a, Perm.lastTwo(a.rank())) : a, bt = tb ? transpose(op, b, Perm.lastTwo(b.rank())) : b;
+        return matmul(op, at, bt);
+    }
+
+    /** p and dp of one floating type, rank ≥ 1: ds like p[, d like p with the last dim 1]. */
+    private static List<TensorType> softmaxGrad(String op, TensorType p, TensorType dp, boolean rowSums) {
+        if (!p.equals(dp)) throw new Mismatch(op, "p and dp must have one type: p " + p + ", dp " + dp);
+        floating(op, p);
+        if (p.rank() < 1) throw new Mismatch(op, "needs rank >= 1, got " + p);
+        return rowSums ? List.of(p, p.withShape(p.shape().with(p.rank() - 1, 1))) : List.of(p);
+    }
+
+    /**
+     * The body of an elementwise fusion: one parameter per input, of its type; lets of elementwise
+     * instructions (neg, sqrt, add, sub, mul, div, maximum), broadcasts and reshapes; the result
+     * one of its values or a tuple of them.
+     */
+    private static List<TensorType> elementwiseBody(String op, List<Var> inputs, Rhs.Fn body, Function<Var, TensorType> typeOf) {
+        if (inputs.size() != body.params().size())
+            throw new Mismatch(op, inputs.size() + " inputs for a body of " + body.params().size() + " parameters");
+        java.util.Map<Var, TensorType> env = new java.util.HashMap<>();
+        for (int i = 0; i < inputs.size(); i++) {
+            TensorType t = typeOf.apply(inputs.get(i)), want = body.params().get(i).type();
+            if (!t.equals(want)) throw new Mismatch(op, "input " + inputs.get(i) + " is " + t + ", its parameter " + body.params().get(i).name() + " " + want);
+            env.put(body.params().get(i).name(), t);
+        }
+        List<Var> result = List.of(body.body().result());
+        for (Let l : body.body().lets()) {
+            if (l.rhs() instanceof Rhs.Tuple(var elems) && l.binders().contains(body.body().result())) { result = elems; continue; }
+            if (!(l.rhs() instanceof Instr i) || l.destructure()
+                    || !(i instanceof Instr.Neg || i instanceof Instr.Sqrt || i instanceof Instr.Add || i instanceof Instr.Sub
+                         || i instanceof Instr.Mul || i instanceof Instr.Div || i instanceof Instr.Maximum || i instanceof Instr.Broadcast
+                         || i instanceof Instr.Reshape))
+                throw new Mismatch(op, "the body holds only neg, sqrt, add, sub, mul, div, maximum, broadcast and reshape lets, not " + l.rhs());
+            env.put(l.var(), single(i, v -> {
+                TensorType t = env.get(v);
+                if (t == null) throw new Mismatch(op, "the body reads " + v + ", which is not its own");
+                return t;
+            }));
+        }
+        List<TensorType> out = new ArrayList<>();
+        for (Var v : result) {
+            TensorType t = env.get(v);
+            if (t == null) throw new Mismatch(op, "the body's result " + v + " is not one of its values");
+            out.add(t);
+        }
+        Type declared = body.result();
+        Type got = out.size() == 1 ? out.getFirst() : new Type.Tuple(List.copyOf(out));
+        if (!got.equals(declared)) throw new Mismatch(op, "the body computes " + got + " but declares " + declared);
+        return out;
     }
 
     // ---- constants --------------------------------------------------------------------------

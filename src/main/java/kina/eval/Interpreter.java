@@ -127,9 +127,16 @@ public final class Interpreter {
         };
     }
 
-    /** An instruction's value: an input's payload by the let's name, else its reference kernel (the one dispatch). */
-    private Tensor instr(Let let, Instr ins, Map<Var, Value> env) {
+    /**
+     * An instruction's value: an input's payload by the let's name, a plan fusion's values (a tuple
+     * when it makes several), else its reference kernel through the one dispatch.
+     */
+    private Value instr(Let let, Instr ins, Map<Var, Value> env) {
         if (ins instanceof Instr.Input(TensorType t)) return input(let, t);
+        if (ins instanceof Instr.Fused f) {
+            List<Tensor> out = Kernels.fused(f, v -> tensor(env, v));
+            return out.size() == 1 ? out.getFirst() : new Value.Tuple(List.copyOf(out));
+        }
         return Eager.INSTANCE.apply(ins, v -> tensor(env, v));
     }
 

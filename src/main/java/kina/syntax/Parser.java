@@ -251,15 +251,17 @@ public final class Parser {
                     break;
                 }
             }
-            if (any) expect(",");
-            any = true;
+            if (any && kind != Syntax.Arg.TENSORS) expect(",");
             pos.add(switch (kind) {
                 case TENSOR, OPT_TENSOR -> bind(expr());
-                case TENSORS -> {
-                    List<Var> vs = new ArrayList<>(List.of(bind(expr())));
-                    while (peek().is(",") && !(toks.get(at + 1).kind() == Kind.IDENT && toks.get(at + 2).is("="))) {
-                        next();
+                case TENSORS -> {                                // zero or more, up to a keyword, a fn or ')'
+                    List<Var> vs = new ArrayList<>();
+                    boolean more = any ? peek().is(",") && !keywordOrFn(at + 1) : !peek().is(")") && !keywordOrFn(at);
+                    if (more && any) next();
+                    while (more) {
                         vs.add(bind(expr()));
+                        more = peek().is(",") && !keywordOrFn(at + 1);
+                        if (more) next();
                     }
                     yield List.copyOf(vs);
                 }
@@ -271,6 +273,7 @@ public final class Parser {
                     yield ((Pending) fn()).rhs();
                 }
             });
+            any |= !(kind == Syntax.Arg.TENSORS && ((List<?>) pos.getLast()).isEmpty());
         }
         Map<String, Object> kw = new HashMap<>();
         if (m.keywords().isEmpty()) {
@@ -308,6 +311,11 @@ public final class Parser {
             expect(")");
         }
         return new Syntax.Args(pos, kw);
+    }
+
+    /** Whether the token at {@code i} starts a keyword argument ({@code name =}) or a fn literal. */
+    private boolean keywordOrFn(int i) {
+        return toks.get(i).is("fn") || toks.get(i).kind() == Kind.IDENT && i + 1 < toks.size() && toks.get(i + 1).is("=");
     }
 
     private Operand atom() {
