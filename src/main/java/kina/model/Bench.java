@@ -104,8 +104,7 @@ public final class Bench {
      * compiled a kernel, its Vector API code runs boxed, many times slower: the small step needs
      * about 4 s of steps before its per-step allocation and time settle, but a fused group that runs
      * once per step (FusedCode) can wait 10–20 s in C2's queue on 2 cores, and after a fixed 5 s its
-     * groups still took 0.5–0.8 ms a step each against under 0.1 once compiled (bench/RESULTS.md §2,
-     * session 11). Training pays this once per run; the bench times the steady state that the rest of a
+     * groups still took 0.5–0.8 ms a step each against under 0.1 once compiled. Training pays this once per run; the bench times the steady state that the rest of a
      * run sees.
      */
     public static final int MAX_WARMUP = 400;

@@ -55,12 +55,15 @@ class RefusalTest {
     }
 
     @Test void aLetThatGetsNoCotangentIsSkippedNotRefused() {
-        // d depends only on the discrete ids: its let never receives a cotangent.
+        // d depends only on the discrete ids and no cotangent reaches it: its rule (clamp refuses,
+        // no gradient) is never asked, and nothing is recorded for it.
         Program p = Checker.check(Parser.parse("t.kina",
                 "let f = fn(x: " + X + ", ids: tensor<I64, [2], @host>) -> " + X + " {\n"
-                        + "  let d = ids.sum(axis=0, keepdims=true) in\n  let y = x.exp() in\n  y\n} in\n"
+                        + "  let d = ids.clamp(lo=0, hi=1) in\n  let y = x.exp() in\n  y\n} in\n"
                         + "let x = " + X + " in\nlet ids = tensor<I64, [2], @host> in\nhandle f(x, ids) with reverseMode\n"));
-        assertThat(TransformAd.transform(p)).isNotNull();
+        String printed = kina.ir.Printer.print(TransformAd.transform(p));
+        assertThat(printed).contains("let g_x = ").doesNotContain("g_d").doesNotContain("g_ids");
+        assertThat(printed.split("clamp", -1)).as("only f's clamp and its copy in f_grad").hasSize(3);
     }
 
     @Test void anUnreachedFloatingParameterGetsPositiveZeros() {

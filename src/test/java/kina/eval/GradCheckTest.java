@@ -39,7 +39,7 @@ class GradCheckTest {
     static final List<String> OPS = List.of("neg", "exp", "log", "add", "sub", "mul", "div", "matmul", "reshape",
             "transpose", "broadcast", "sum", "softmax", "log_softmax", "take_along_axis", "gather", "reuse", "chain",
             "scatter_add", "scatter_along_axis",
-            // the transformer vocabulary (issue 5)
+            // the transformer vocabulary
             "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal", "silu", "gelu", "relu", "softcap", "maximum",
             "maximum_tie", "select", "swiglu", "rmsnorm", "layernorm", "l2norm", "rope", "attention",
             "attention_probs", "set_rows", "argmax", "int_ops",
@@ -142,20 +142,20 @@ class GradCheckTest {
             params.add(new Rhs.Param(v, type, Pos.NONE));
             int n = Math.toIntExact(type.shape().vol());
             double[] d = new double[n];
-            for (int i = 0; i < n; i++) {
-                double mag = lo + (hi - lo) * rng.nextDouble();
-                d[i] = lo >= 0 ? mag : mag;
-            }
+            for (int i = 0; i < n; i++) d[i] = lo + (hi - lo) * rng.nextDouble();
             inputs.put(name, Tensor.ofFloats(type, d));
             return v;
         }
 
-        Var ids(String name, long bound, long... dims) {
+        Var ids(String name, long bound, long... dims) { return idsBetween(name, 0, Math.min(bound, 3), dims); }   // few classes: repeats
+
+        /** An I64 parameter with values drawn from [lo, hi). */
+        Var idsBetween(String name, long lo, long hi, long... dims) {
             TensorType type = new TensorType(DType.I64, new Shape(dims), Placement.HOST);
             Var v = new Var(name);
             params.add(new Rhs.Param(v, type, Pos.NONE));
             long[] l = new long[Math.toIntExact(type.shape().vol())];
-            for (int i = 0; i < l.length; i++) l[i] = rng.nextLong(Math.min(bound, 3));   // few classes: repeats
+            for (int i = 0; i < l.length; i++) l[i] = rng.nextLong(lo, hi);
             inputs.put(name, Tensor.ofInts(type, l));
             return v;
         }
@@ -480,7 +480,7 @@ class GradCheckTest {
                 case "int_ops" -> {                       // clamp, requant and integer relu feed gather's indices
                     long v = 3 + rng.nextInt(3), dim = 1 + rng.nextInt(3);
                     long[] sigma = c.dims(1 + rng.nextInt(2));
-                    Var ids = c.ids("ids", v, sigma);
+                    Var ids = c.idsBetween("ids", -3, v + 3, sigma);           // values clamp, requant and relu all change
                     Var cl = c.let("cl", new Instr.Clamp(ids, -1, v - 1));
                     Var rq = c.let("rq", new Instr.Requant(cl, rng.nextInt(2)));
                     Var rl = c.let("rl", new Instr.Relu(rq));

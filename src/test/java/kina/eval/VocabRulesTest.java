@@ -220,6 +220,33 @@ class VocabRulesTest {
         }
     }
 
+    /**
+     * maximum's VJP gives a tie, and a NaN in a, to a: with b equal to a (two parameters, so the two
+     * cotangents do not meet in one), g_a is the whole upstream cotangent and g_b exactly +0.0.
+     */
+    @Test void maximumGivesTiesAndNaNToItsFirstOperand() {
+        String src = """
+                let f = fn(a: tensor<F64, [4], @host>, b: tensor<F64, [4], @host>, w: tensor<F64, [4], @host>) -> tensor<F64, [4], @host> {
+                  let m = a.maximum(b) in
+                  let y = m * w in
+                  y
+                } in
+                let a = tensor<F64, [4], @host> in
+                let b = tensor<F64, [4], @host> in
+                let w = tensor<F64, [4], @host> in
+                handle f(a, b, w) with reverseMode
+                """;
+        Program p = Checker.check(Parser.parse("max.kina", src));
+        TensorType t = TensorType.host(DType.F64, 4);
+        Map<String, Tensor> in = Map.of("a", Tensor.ofFloats(t, new double[] {1.5, -2, Double.NaN, 0.0}),
+                "b", Tensor.ofFloats(t, new double[] {1.5, -2, 3, 0.0}), "w", Tensor.ofFloats(t, new double[] {0.25, -3, 7, 5}));
+        List<Tensor> rec = Programs.recorded(p, in);
+        AdExamplesTest.assertBits(rec, Programs.oracle(p, in), "maximum ties");
+        Tensor ga = rec.get(1), gb = rec.get(2);
+        assertThat(ga.floats()).containsExactly(0.25, -3, 7, 5);
+        for (int i = 0; i < 4; i++) assertThat(Double.doubleToRawLongBits(gb.floats()[i])).as("g_b[%d] is +0.0", i).isZero();
+    }
+
     // ---- coverage and closure ----------------------------------------------------------------
 
     private static final Set<Class<?>> CONSTANTS = Set.of(Instr.Input.class, Instr.Literal.class, Instr.Fill.class);

@@ -29,10 +29,14 @@ class LossPlotTest {
     }
 
     @Test void emptyHistoriesStillPlot() throws IOException {
-        Path png = tmp.resolve("empty.png");
-        LossPlot.write(png, List.of(), List.of(), Double.NaN);
-        assertThat(ImageIO.read(png.toFile())).isNotNull();
-        LossPlot.write(png, List.of(new double[] {1, 2.0}), List.of(), 3.0);
-        assertThat(ImageIO.read(png.toFile())).isNotNull();
+        Path empty = tmp.resolve("empty.png"), one = tmp.resolve("one.png");
+        LossPlot.write(empty, List.of(), List.of(), Double.NaN);
+        LossPlot.write(one, List.of(new double[] {1, 2.0}), List.of(), 3.0);
+        for (Path png : List.of(empty, one)) {
+            var img = ImageIO.read(png.toFile());
+            assertThat(img).as(png.toString()).isNotNull();
+            assertThat(img.getWidth()).as(png + " width").isGreaterThan(100);
+            assertThat(img.getHeight()).as(png + " height").isGreaterThan(100);
+        }
     }
 }
