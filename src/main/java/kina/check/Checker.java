@@ -27,8 +27,10 @@ import kina.ir.Var;
 public final class Checker {
     private Checker() {}
 
-    /** A bound name: its type and where it was bound. */
-    private record Binding(Type type, Pos pos) {}
+    /** A bound name: its type, where it was bound, and for a fn let the fn (for messages naming its parameters). */
+    private record Binding(Type type, Pos pos, Rhs.Fn fn) {
+        Binding(Type type, Pos pos) { this(type, pos, null); }
+    }
 
     /** One scope: the top level (parent null) or a fn body with its params. */
     private static final class Scope {
@@ -80,6 +82,8 @@ public final class Checker {
             Typed t = rhs(let, s);
             if (let.destructure()) destructure(let, t.type(), s);
             else bind(s, let.var(), t.type(), let.pos(), let, opName(let.rhs()));
+            if (t.rhs() instanceof Rhs.Fn fn && !let.destructure())
+                s.names.put(let.var(), new Binding(t.type(), let.pos(), fn));
             typed.add(let.withRhs(t.rhs()).withType(t.type()));
         }
         Type result = result(b, s, fnLet);
@@ -106,16 +110,37 @@ public final class Checker {
     private static void destructure(Let let, Type t, Scope s) {
         String op = opName(let.rhs());
         if (!(t instanceof Type.Tuple(var elems)))
-            throw TypeError.at(let, op, "cannot destructure " + t + ": not a tuple");
+            throw TypeError.at(let, op, "cannot destructure " + t + ": not a tuple" + discreteNote(let, s));
         if (elems.size() != let.binders().size())
             throw TypeError.at(let, op, "pattern binds " + let.binders().size() + " names but the tuple has "
-                    + elems.size() + " elements: " + t);
+                    + elems.size() + " elements: " + t + discreteNote(let, s));
         for (int i = 0; i < elems.size(); i++) {
             Var v = let.binders().get(i);
             for (int j = 0; j < i; j++)
                 if (let.binders().get(j).equals(v)) throw TypeError.at(let, op, v + " is bound twice in one pattern");
             bind(s, v, elems.get(i), let.pos(), let, op);
         }
+    }
+
+    /**
+     * Why a reverseMode handle has fewer elements than the pattern: its discrete parameters get no
+     * cotangent (Section 14 §3). Names them; empty for anything else.
+     */
+    private static String discreteNote(Let let, Scope s) {
+        if (!(let.rhs() instanceof Rhs.Handle(var f, var args))) return "";
+        Binding b = lookup(s, f);
+        if (b == null || b.fn() == null) return "";
+        List<String> discrete = new ArrayList<>();
+        int floating = 0;
+        for (Rhs.Param p : b.fn().params())
+            if (p.type().dtype().floating()) floating++;
+            else discrete.add(p.name() + " : " + p.type());
+        if (discrete.isEmpty()) return "";
+        return "; handle " + f + " with reverseMode returns " + (floating == 0 ? "the result alone"
+                : "the result and " + floating + " cotangent" + (floating == 1 ? "" : "s")) + ": "
+                + (discrete.size() == 1 ? "parameter " : "parameters ") + String.join(", ", discrete) + " of " + f
+                + (discrete.size() == 1 ? " is" : " are") + " discrete, and I64 values get no cotangent"
+                + (floating == 0 ? " (bind the result alone: let " + let.binders().getFirst() + " = handle …)" : "");
     }
 
     private static void bind(Scope s, Var v, Type t, Pos pos, Let let, String op) {
@@ -133,7 +158,8 @@ public final class Checker {
                 Map<Var, TensorType> operands = new HashMap<>();
                 for (Var v : ins.operands()) operands.put(v, tensor(let, ins.op(), v, s));
                 try {
-                    yield new Typed(ins, TypeRules.infer(ins, operands::get));
+                    Instr norm = TypeRules.normalise(ins, operands::get);       // axis=-1 and the like, as NumPy
+                    yield new Typed(norm, TypeRules.infer(norm, operands::get));
                 } catch (TypeRules.Mismatch m) {
                     throw TypeError.at(let, m.op(), m.getMessage());
                 }

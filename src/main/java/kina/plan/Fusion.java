@@ -81,6 +81,7 @@ final class Fusion {
     /** The in-place reading of a broadcast, or null where its expanded axes are not outside one contiguous block. */
     private static Leaf leaf(Flatten ir, int src, TensorType to) {
         Shape s = ir.slots.get(src).type().shape(), t = to.shape();
+        if (s.rank() != t.rank()) return null;            // a rank-growing broadcast runs as its own step
         int r = t.rank(), lo = -1, hi = -1;
         for (int k = 0; k < r; k++) if (s.dim(k) == t.dim(k) && t.dim(k) > 1) { if (lo < 0) lo = k; hi = k + 1; }
         if (lo < 0) return new Leaf(src, 1, 1);

@@ -153,8 +153,9 @@ final class Lower {
             }
             case Instr.Broadcast(Var _, var to) -> {
                 Shape s = type(a[0]).shape();
-                long[] in = s.strides(), src = new long[s.rank()];
-                for (int i = 0; i < s.rank(); i++) src[i] = s.dim(i) == 1 ? 0 : in[i];
+                int lead = to.rank() - s.rank();                 // new leading axes (NumPy's rank growth): stride 0
+                long[] in = s.strides(), src = new long[to.rank()];
+                for (int i = 0; i < s.rank(); i++) src[lead + i] = s.dim(i) == 1 ? 0 : in[i];
                 yield strided(a[0], out, src);
             }
             case Instr.Sum(Var _, int axis, boolean _) -> {
