@@ -14,7 +14,7 @@ import java.util.stream.Collectors;
  * ({@code let x = e in}), the result on its own line. Floats print with {@link Double#toString}
  * (round trips exactly; {@code inf}, {@code -inf}, {@code nan} for the non-finite), I64 and I1
  * payloads as integers. IR-internal instructions print in a marked form
- * ({@code %scatter_add(u, ids, T)}).
+ * ({@code %scatter_add(u, ids, T)}), which the parser reads back.
  */
 public final class Printer {
     private Printer() {}
