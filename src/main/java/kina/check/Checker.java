@@ -127,7 +127,7 @@ public final class Checker {
      * cotangent (Section 14 §3). Names them; empty for anything else.
      */
     private static String discreteNote(Let let, Scope s) {
-        if (!(let.rhs() instanceof Rhs.Handle(var f, var args))) return "";
+        if (!(let.rhs() instanceof Rhs.Handle(var f, var args, Rhs.Mode.ReverseMode _))) return "";
         Binding b = lookup(s, f);
         if (b == null || b.fn() == null) return "";
         List<String> discrete = new ArrayList<>();
@@ -170,10 +170,12 @@ public final class Checker {
                 arguments(let, "call", f, ft, args, s);
                 yield new Typed(let.rhs(), ft.result());
             }
-            case Rhs.Handle(var f, var args) -> {
+            case Rhs.Handle(var f, var args, var mode) -> {
                 Type.Fn ft = target(let, "handle", f, s);
                 arguments(let, "handle", f, ft, args, s);
-                yield new Typed(let.rhs(), handle(let, f, ft));
+                Type r = handle(let, f, ft, mode);
+                if (mode instanceof Rhs.Mode.ForwardMode(var tangents)) tangents(let, f, ft, tangents, s);
+                yield new Typed(let.rhs(), r);
             }
             case Rhs.Tuple(var elems) -> {
                 List<Type> ts = new ArrayList<>();
@@ -201,14 +203,34 @@ public final class Checker {
         return new Typed(new Rhs.Fn(fn.params(), fn.result(), body.block()), new Type.Fn(params, fn.result()));
     }
 
-    /** (R, g0, …, gk-1) over the k floating params, R alone when k = 0 (Section 14 §3). */
-    private static Type handle(Let let, Var f, Type.Fn ft) {
+    /**
+     * reverseMode: (R, g0, …, gk-1) over the k floating params, R alone when k = 0 (Section 14 §3);
+     * forwardMode: (R, J·t), the tangent of R's type.
+     */
+    private static Type handle(Let let, Var f, Type.Fn ft, Rhs.Mode mode) {
+        String name = mode instanceof Rhs.Mode.ForwardMode ? "forwardMode" : "reverseMode";
         if (!(ft.result() instanceof TensorType r))
-            throw TypeError.at(let, "handle", "reverseMode needs " + f + " to return one tensor, but it returns " + ft.result());
+            throw TypeError.at(let, "handle", name + " needs " + f + " to return one tensor, but it returns " + ft.result());
+        if (mode instanceof Rhs.Mode.ForwardMode) return new Type.Tuple(List.of(r, r));
         List<Type> out = new ArrayList<>();
         out.add(r);
         for (TensorType p : ft.params()) if (p.dtype().floating()) out.add(p);
         return out.size() == 1 ? r : new Type.Tuple(out);
+    }
+
+    /** forwardMode's tangents: one per floating parameter of f, in order, each of that parameter's type. */
+    private static void tangents(Let let, Var f, Type.Fn ft, List<Var> tangents, Scope s) {
+        List<TensorType> floating = ft.params().stream().filter(p -> p.dtype().floating()).toList();
+        if (tangents.size() != floating.size())
+            throw TypeError.at(let, "handle", "forwardMode needs one tangent per floating parameter of " + f + " ("
+                    + floating.size() + (floating.isEmpty() ? "" : ": " + floating) + "), got " + tangents.size()
+                    + "; discrete parameters take none");
+        for (int i = 0; i < tangents.size(); i++) {
+            TensorType t = tensor(let, "handle", tangents.get(i), s);
+            if (!t.equals(floating.get(i)))
+                throw TypeError.at(let, "handle", "tangent " + (i + 1) + " of " + f + " (" + tangents.get(i) + ") has type " + t
+                        + ", its floating parameter has type " + floating.get(i));
+        }
     }
 
     private static void arguments(Let let, String op, Var f, Type.Fn ft, List<Var> args, Scope s) {

@@ -27,7 +27,7 @@ public final class Lexer {
     }
 
     public static final Set<String> KEYWORDS = Set.of(
-            "let", "in", "fn", "handle", "with", "reverseMode", "tensor", "payload",
+            "let", "in", "fn", "handle", "with", "reverseMode", "forwardMode", "tensor", "payload",
             "ones", "zeros", "fill", "true", "false");
 
     private static final String SINGLE = "(){}[]<>,.:=+-*/@";

@@ -160,13 +160,15 @@ public final class Parser {
         return new Pending(new Rhs.Fn(params, result, body), pos);
     }
 
+    /** {@code handle f(args) with reverseMode} or {@code … with forwardMode(tangents)}. */
     private Operand handle() {
         Pos pos = next().pos();
         Var f = new Var(ident("the name of a fn after 'handle'").text());
         List<Var> args = args();
         expect("with");
-        expect("reverseMode");
-        return new Pending(new Rhs.Handle(f, args), pos);
+        if (accept("reverseMode")) return new Pending(new Rhs.Handle(f, args, new Rhs.Mode.ReverseMode()), pos);
+        if (accept("forwardMode")) return new Pending(new Rhs.Handle(f, args, new Rhs.Mode.ForwardMode(args())), pos);
+        throw expected("'reverseMode' or 'forwardMode(tangents…)'", peek());
     }
 
     /** {@code ( expr, … )} after a callee, each argument bound. */
