@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 /**
  * A broadcast that adds leading axes ([M, K] → [B, M, K], as NumPy does) runs in the plan with the
  * interpreter's bits: as its own step, read by a fused elementwise chain, and in its VJP (a sum
- * over the new axes), F32 and F64.
+ * over the new axes), F32 and F64; so does the rank-1 take_along_axis gradient.
  */
 class PlanBroadcastTest {
     static final String SRC = """
@@ -38,6 +38,25 @@ class PlanBroadcastTest {
             Map<String, Tensor> in = Map.of("x", random(dt, rng, 2, 3, 4), "w", random(dt, rng, 3, 4), "b", random(dt, rng, 4));
             PlanTest.assertBits(plan.run(in), PlanTest.interpret(p, in), "broadcast " + dt);
         }
+    }
+
+    /** take_along_axis of rank 1 (a rank-0 index) and its adjoint scatter_along_axis at rank 1, planned. */
+    @Test void aRankOneTakeAlongAxisGradientMatchesTheInterpreter() {
+        String src = """
+                let nll = fn(logits: tensor<F32, [8], @host>) -> tensor<F32, [], @host> {
+                  let target = tensor<I64, [], @host> in
+                  let lp = logits.log_softmax(axis=-1) in
+                  let picked = lp.take_along_axis(target, axis=-1) in
+                  let loss = -picked in
+                  loss
+                } in
+                let logits = tensor<F32, [8], @host> in
+                handle nll(logits) with reverseMode
+                """;
+        Program p = PlanTest.transformed("row.kina", src);
+        Map<String, Tensor> in = Map.of("logits", random(DType.F32, new SplittableRandom(4), 8),
+                "target", Tensor.ofInts(kina.ir.TensorType.host(DType.I64), new long[] {5}));
+        PlanTest.assertBits(Plan.compile(p).run(in), PlanTest.interpret(p, in), "rank-1 nll");
     }
 
     private static Tensor random(DType dt, SplittableRandom rng, long... dims) {
