@@ -71,8 +71,7 @@ public final class Inline {
 
     /** True when every let is an instruction or a fn (which the scan skips): nothing to flatten. */
     private static boolean flat(Block b) {
-        for (Let l : b.lets())
-            if (l.destructure() || !(l.rhs() instanceof Instr || l.rhs() instanceof Rhs.Fn)) return false;
+        for (Let l : b.lets()) if (!(l.rhs() instanceof Instr || l.rhs() instanceof Rhs.Fn)) return false;
         return true;
     }
 
@@ -89,13 +88,16 @@ public final class Inline {
                 case Instr.Input(TensorType t) when !top -> input(l, t, env);
                 case Instr.Input _ -> { }                                     // the fn's own: emitted first
                 case Instr ins -> {
-                    Var v = l.var();
                     Instr renamed = Instrs.mapOperands(ins, x -> resolve(env, x));
-                    String pref = top ? null : prefer.get(v);
-                    Var nv = top ? v : new Var(pref != null ? pref : fresh(v.name()));
+                    String pref = top || l.destructure() ? null : prefer.get(l.var());
+                    List<Var> binders = new ArrayList<>();                  // several for an instruction of several results
+                    for (Var v : l.binders()) {
+                        Var nv = top ? v : new Var(pref != null ? pref : fresh(v.name()));
+                        binders.add(nv);
+                        env.put(v, nv);
+                    }
                     out.add(top && renamed == ins ? l
-                            : new Let(List.of(nv), false, renamed, l.pos(), pref != null ? null : l.owner(), l.type()));
-                    env.put(v, nv);
+                            : new Let(binders, l.destructure(), renamed, l.pos(), pref != null ? null : l.owner(), l.type()));
                 }
                 case Rhs.Fn fn -> local = local.with(l.var(), fn);
                 case Rhs.Call(Var f, List<Var> args) -> {

@@ -104,13 +104,15 @@ public final class ReverseScan {
             T g = null;
             for (Var b : let.binders()) if (cot.containsKey(b)) { g = cot.get(b); break; }
             if (g == null) continue;                                          // never received a cotangent
-            if (let.destructure() || !(let.rhs() instanceof Instr))           // Inline.flatten leaves instructions only
+            if (!(let.rhs() instanceof Instr ins))                           // Inline.flatten leaves instructions only
                 throw new IllegalStateException("let " + let.displayName() + " of " + fnName
                         + " is not an instruction: the body was not flattened (Inline.flatten)");
+            if (let.destructure())
+                throw refused(new Refusal.NotAnAdSpine(ins.op() + " makes several values; reverse mode differentiates "
+                        + "instructions of one result"), let);
             if (let.temporary())
                 throw refused(new Refusal.NotAnAdSpine(
                         "a nested expression (method chain) receives a cotangent; children of a differentiated node must be Vars: split it into one let per operation"), let);
-            Instr ins = (Instr) let.rhs();
             switch (Vjp.of(ins, p, p.of(let.var()), g, o)) {
                 case Pullback.Refused<T> r -> throw refused(r.why(), let);
                 case Pullback.Cotangents<T> c -> {
