@@ -138,17 +138,7 @@ class AdExamplesTest {
 
     /** values rank 1 with a rank-0 index: take_along_axis and its adjoint scatter_along_axis at rank 1. */
     @Test void nllOverASingleRowOfLogitsDifferentiates() {
-        String src = """
-                let nll = fn(logits: tensor<F64, [8], @host>) -> tensor<F64, [], @host> {
-                  let target = tensor<I64, [], @host> in
-                  let lp = logits.log_softmax(axis=0) in
-                  let picked = lp.take_along_axis(target, axis=0) in
-                  let loss = -picked in
-                  loss
-                } in
-                let logits = tensor<F64, [8], @host> in
-                handle nll(logits) with reverseMode
-                """;
+        String src = Programs.source("src/test/resources/nll_row.kina", DType.F64);
         Program p = Programs.checked("row.kina", src);
         double[] z = {0.5, -1.25, 2.0, 0.0, 0.75, -0.5, 1.5, -2.0};
         java.util.Map<String, Tensor> in = java.util.Map.of("logits", Tensor.of(DType.F64, new long[] {8}, z),
