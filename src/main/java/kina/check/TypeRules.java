@@ -22,7 +22,9 @@ import kina.ir.Var;
  *
  * <p>Sources: matmul Section 5 §3, gather Section 5 §4, take_along_axis Section 9 §4.2,
  * ScatterAlongAxis Section 10 §7.1, ScatterAdd Section 14 §7.1, the rest spec-notes §2. Shape
- * equality is structural; there is no implicit broadcast; negative axes are errors.
+ * equality is structural; there is no implicit broadcast. {@link #infer} takes axes and permutation
+ * entries in [0, rank); {@link #normalise} first maps NumPy's negative ones (−1 the last axis) there,
+ * which is what the checker does, so checked programs carry and print only non-negative axes.
  */
 public final class TypeRules {
     private TypeRules() {}
@@ -42,6 +44,42 @@ public final class TypeRules {
         /** {@code op: what}, e.g. {@code scatter_add: checked device lowering is not available}. */
         public String describe() { return op + ": " + getMessage(); }
     }
+
+    /**
+     * {@code ins} with every negative axis or permutation entry k in [−rank, 0) replaced by k + rank
+     * (NumPy's convention: −1 is the last axis), the rank being that of the operand the axis indexes
+     * (a scatter_along_axis's dest). Anything else, out-of-range values included, passes through for
+     * {@link #infer} to refuse by name.
+     */
+    public static Instr normalise(Instr ins, Function<Var, TensorType> typeOf) {
+        if (ins instanceof Instr.Sum(var x, var axis, var keep) && axis < 0)
+            return new Instr.Sum(x, fromEnd(axis, typeOf.apply(x).rank()), keep);
+        if (ins instanceof Instr.Softmax(var x, var axis) && axis < 0)
+            return new Instr.Softmax(x, fromEnd(axis, typeOf.apply(x).rank()));
+        if (ins instanceof Instr.LogSoftmax(var x, var axis) && axis < 0)
+            return new Instr.LogSoftmax(x, fromEnd(axis, typeOf.apply(x).rank()));
+        if (ins instanceof Instr.ArgMax(var x, var axis) && axis < 0)
+            return new Instr.ArgMax(x, fromEnd(axis, typeOf.apply(x).rank()));
+        if (ins instanceof Instr.TakeAlongAxis(var v, var i, var axis) && axis < 0)
+            return new Instr.TakeAlongAxis(v, i, fromEnd(axis, typeOf.apply(v).rank()));
+        if (ins instanceof Instr.ScatterAlongAxis(var axis, var u, var i, var dest) && axis < 0)
+            return new Instr.ScatterAlongAxis(fromEnd(axis, dest.rank()), u, i, dest);
+        if (ins instanceof Instr.Transpose(var x, var perm)) {
+            int r = typeOf.apply(x).rank();
+            int[] p = perm.axes();
+            boolean changed = false;
+            for (int k = 0; k < p.length; k++) {
+                int q = fromEnd(p[k], r);
+                changed |= q != p[k];
+                p[k] = q;
+            }
+            if (changed) return new Instr.Transpose(x, new Perm(p));
+        }
+        return ins;
+    }
+
+    /** k + rank for k in [−rank, 0), else k. */
+    private static int fromEnd(int k, int rank) { return k < 0 && k >= -rank ? k + rank : k; }
 
     /**
      * The result type of {@code ins}, given the types of its operands.
@@ -351,25 +389,37 @@ public final class TypeRules {
     private static TensorType transpose(String op, TensorType x, Perm perm) {
         if (perm.rank() != x.rank() || !perm.valid())
             throw new Mismatch(op, "perm " + perm + " is not a permutation of 0.." + (x.rank() - 1)
-                    + " for " + x + " (rank " + x.rank() + ")");
+                    + " for " + x + " (rank " + x.rank() + "; an entry may also count from the end, -1 the last axis)");
         return x.withShape(perm.apply(x.shape()));
     }
 
+    /**
+     * NumPy's broadcast: x's dims align with the last x.rank() dims of {@code to}, each 1 (expanded)
+     * or equal; the leading dims of {@code to} are new axes. The rank may grow, never shrink.
+     */
     private static TensorType broadcast(String op, TensorType x, Shape to) {
-        if (x.rank() != to.rank())
-            throw new Mismatch(op, "ranks differ: " + x + " to " + to + " (" + x.rank() + " vs " + to.rank() + ")");
-        for (int i = 0; i < to.rank(); i++) {
+        if (x.rank() > to.rank())
+            throw new Mismatch(op, "cannot drop axes: " + x + " to " + to + " (rank " + x.rank() + " to " + to.rank()
+                    + "); sum over the axes to drop instead");
+        int lead = to.rank() - x.rank();
+        for (int i = 0; i < x.rank(); i++) {
             long d = x.shape().dim(i);
-            if (d != 1 && d != to.dim(i))
-                throw new Mismatch(op, "axis " + i + " of " + x + " is " + d + ", neither 1 nor " + to.dim(i) + " (target " + to + ")");
+            if (d != 1 && d != to.dim(lead + i))
+                throw new Mismatch(op, "axis " + i + " of " + x + " is " + d + ", neither 1 nor " + to.dim(lead + i)
+                        + " (target " + to + (lead > 0 ? ", whose axis " + (lead + i) + " it meets: dims align from the end" : "") + ")");
         }
         return x.withShape(to);
     }
 
-    /** 0 ≤ axis < rank. */
+    /** 0 ≤ axis < rank (after {@link #normalise}). */
     private static void axis(String op, TensorType t, int axis) {
         if (axis < 0 || axis >= t.rank())
-            throw new Mismatch(op, "axis " + axis + " out of range for " + t + " (rank " + t.rank() + ")");
+            throw new Mismatch(op, "axis " + axis + " out of range for " + t + " (rank " + t.rank() + axes(t.rank()) + ")");
+    }
+
+    /** What axes a rank has, for messages. */
+    private static String axes(int rank) {
+        return rank == 0 ? ": it has no axes" : ": axes are 0.." + (rank - 1) + ", or -" + rank + "..-1 counted from the end";
     }
 
     private static TensorType integer(String op, TensorType t) {
@@ -542,11 +592,15 @@ public final class TypeRules {
         return dest;
     }
 
-    /** updates T ρ, indices I64 ρ, dest T σ, ρ = σ without axis, |σ| ≥ 2, host (Section 10 §7.1). */
+    /**
+     * updates T ρ, indices I64 ρ, dest T σ, ρ = σ without axis, |σ| ≥ 1, host (Section 10 §7.1, which
+     * writes |σ| ≥ 2; rank 1 is admitted so that it is the adjoint of every take_along_axis, whose values
+     * may have rank 1 with a rank-0 index).
+     */
     private static TensorType scatterAlongAxis(String op, int axis, TensorType u, TensorType i, TensorType dest) {
         String all = "axis " + axis + ", updates " + u + ", indices " + i + ", dest " + dest;
-        if (dest.rank() < 2) throw new Mismatch(op, "dest needs rank >= 2: " + all);
-        if (axis < 0 || axis >= dest.rank()) throw new Mismatch(op, "axis " + axis + " out of range for rank " + dest.rank() + ": " + all);
+        if (axis < 0 || axis >= dest.rank())
+            throw new Mismatch(op, "axis " + axis + " out of range for rank " + dest.rank() + axes(dest.rank()) + ": " + all);
         Shape rho = dest.shape().drop(axis);
         indices(op, i);
         if (!u.shape().equals(rho) || !i.shape().equals(rho))

@@ -61,7 +61,7 @@ final class Dot {
         return switch (r) {
             case Instr i -> i.operands();
             case Rhs.Call c -> c.args();
-            case Rhs.Handle h -> h.args();
+            case Rhs.Handle h -> h.reads();
             case Rhs.Tuple t -> t.elems();
             case Rhs.Fn _ -> java.util.List.of();
         };
@@ -71,7 +71,7 @@ final class Dot {
         return switch (r) {
             case Instr i -> Printer.rhs(i);
             case Rhs.Call c -> c.fn() + "(" + String.join(", ", c.args().stream().map(Var::name).toList()) + ")";
-            case Rhs.Handle h -> "handle " + h.fn() + "(…) with reverseMode";
+            case Rhs.Handle h -> "handle " + h.fn() + "(…) with " + (h.mode() instanceof Rhs.Mode.ForwardMode ? "forwardMode(…)" : "reverseMode");
             case Rhs.Tuple t -> t.elems().toString();
             case Rhs.Fn _ -> "fn";
         };

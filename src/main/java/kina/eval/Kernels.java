@@ -454,14 +454,18 @@ public final class Kernels {
         return strided("transpose", x, x.type().withShape(perm.apply(s)), src);
     }
 
-    /** {@code x.broadcast(to)}: same rank, each source dim 1 (expanded) or equal to the target dim. */
+    /**
+     * {@code x.broadcast(to)} as NumPy broadcasts: x's dims align with the last dims of {@code to},
+     * each 1 (expanded) or equal; the leading dims of {@code to} are new axes. A pure copy.
+     */
     public static Tensor broadcast(Tensor x, Shape to) {
         Shape s = x.shape();
-        check(to.rank() == s.rank(), "broadcast: " + s + " to " + to + " changes the rank");
-        long[] inStride = s.strides(), src = new long[s.rank()];
+        check(to.rank() >= s.rank(), "broadcast: " + s + " to " + to + " drops axes");
+        int lead = to.rank() - s.rank();
+        long[] inStride = s.strides(), src = new long[to.rank()];      // new leading axes: stride 0
         for (int i = 0; i < s.rank(); i++) {
-            check(s.dim(i) == 1 || s.dim(i) == to.dim(i), "broadcast: " + s + " does not expand to " + to);
-            src[i] = s.dim(i) == 1 ? 0 : inStride[i];
+            check(s.dim(i) == 1 || s.dim(i) == to.dim(lead + i), "broadcast: " + s + " does not expand to " + to);
+            src[lead + i] = s.dim(i) == 1 ? 0 : inStride[i];
         }
         return strided("broadcast", x, x.type().withShape(to), src);
     }

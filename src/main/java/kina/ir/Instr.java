@@ -251,7 +251,10 @@ public sealed interface Instr extends Rhs {
         public String op() { return "transpose"; }
     }
 
-    /** {@code x.broadcast([…])}: same rank, each source dim 1 or equal to the target dim. */
+    /**
+     * {@code x.broadcast([…])} as NumPy broadcasts: x's dims align with the last dims of the target,
+     * each 1 (expanded) or equal; the target's leading dims are new axes ([M, K] → [B, M, K]).
+     */
     record Broadcast(Var x, Shape to) implements Layout {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "broadcast"; }
@@ -378,7 +381,7 @@ public sealed interface Instr extends Rhs {
         public String op() { return "scatter_add"; }
     }
 
-    /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ): a select, no accumulation (Section 10 §7). */
+    /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ, rank ≥ 1): a select, no accumulation (Section 10 §7). */
     record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Indexing {
         public List<Var> operands() { return List.of(updates, indices); }
         public String op() { return "scatter_along_axis"; }

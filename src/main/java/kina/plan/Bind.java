@@ -100,8 +100,9 @@ final class Bind {
             }
             case Broadcast(Var _, var to) -> {
                 Shape sh = type(a[0]).shape();
-                long[] in = sh.strides(), src = new long[sh.rank()];
-                for (int i = 0; i < sh.rank(); i++) src[i] = sh.dim(i) == 1 ? 0 : in[i];
+                int lead = to.rank() - sh.rank();                 // new leading axes (NumPy's rank growth): stride 0
+                long[] in = sh.strides(), src = new long[to.rank()];
+                for (int i = 0; i < sh.rank(); i++) src[lead + i] = sh.dim(i) == 1 ? 0 : in[i];
                 yield strided(a[0], out, src);
             }
             // reduction

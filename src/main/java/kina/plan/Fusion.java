@@ -74,6 +74,7 @@ final class Fusion {
     static Leaf leaf(Shape s, Shape t) { return leaf(-1, s, t); }
 
     private static Leaf leaf(int src, Shape s, Shape t) {
+        if (s.rank() != t.rank()) return null;                // a rank-growing broadcast runs as its own step
         int r = t.rank(), lo = -1, hi = -1;
         for (int k = 0; k < r; k++) if (s.dim(k) == t.dim(k) && t.dim(k) > 1) { if (lo < 0) lo = k; hi = k + 1; }
         if (lo < 0) return new Leaf(src, 1, 1);

@@ -9,7 +9,7 @@ import kina.ir.Pos;
 /**
  * Splits kina source into tokens (DESIGN §2.1): identifiers {@code [A-Za-z_][A-Za-z0-9_]*},
  * keywords, numbers ({@code 12}, {@code 1.5}, {@code 1.0E-5}; the sign is a separate {@code -}),
- * IR-internal names {@code %name} (rejected by the parser with a message), punctuation, and
+ * IR-internal names {@code %name} (the marked form of instructions transform_ad makes), punctuation, and
  * {@code //} comments to the end of the line. Lines and columns are 1-based.
  */
 public final class Lexer {
@@ -27,7 +27,7 @@ public final class Lexer {
     }
 
     public static final Set<String> KEYWORDS = Set.of(
-            "let", "in", "fn", "handle", "with", "reverseMode", "tensor", "payload",
+            "let", "in", "fn", "handle", "with", "reverseMode", "forwardMode", "tensor", "payload",
             "ones", "zeros", "fill", "true", "false");
 
     private static final String SINGLE = "(){}[]<>,.:=+-*/@";

@@ -40,6 +40,26 @@ class CliTest {
         assertThat(a.out()).isEqualTo(b.out()).contains("result : tensor<F32, [8, 4], @host>");
     }
 
+    /** The Hessian-vector product examples run, by the recorded program and by the oracle, to the same output; grad prints what reads back. */
+    @Test void theHessianVectorProductExamplesRun(@TempDir Path dir) throws Exception {
+        for (String ex : new String[] {"nll_hvp", "storylm0_hvp"}) {
+            Result a = kina("run", "examples/" + ex + ".kina", "--random-inputs", "5");
+            Result b = kina("run", "examples/" + ex + ".kina", "--random-inputs", "5", "--oracle");
+            assertThat(a.code()).as(a.err()).isZero();
+            assertThat(a.out()).isEqualTo(b.out()).startsWith("result_0 : tensor<F32, ").doesNotContain("NaN");
+            Result g = kina("grad", "examples/" + ex + ".kina");
+            assertThat(g.code()).as(g.err()).isZero();
+            Path printed = dir.resolve(ex + "_grad.kina");
+            Files.writeString(printed, g.out());
+            Result again = kina("run", printed.toString(), "--random-inputs", "5");
+            assertThat(again.out()).as(again.err()).isEqualTo(a.out());
+        }
+        Result nll = kina("run", "examples/nll_hvp.kina", "--input", "logits=examples/inputs/nll/logits.npy",
+                "--input", "targets=examples/inputs/nll/targets.npy", "--input", "v=examples/inputs/nll/v.npy");
+        assertThat(nll.code()).as(nll.err()).isZero();
+        assertThat(nll.out()).contains("result_0 : tensor<F32, [1, 4, 8], @host>", "result_1 : tensor<F32, [1, 4, 8], @host>");
+    }
+
     @Test void randomInputsGiveFiniteResultsOfTheRightShapes() {
         Result r = kina("run", "examples/storylm0_forward.kina", "--random-inputs", "1");
         assertThat(r.code()).as(r.err()).isZero();

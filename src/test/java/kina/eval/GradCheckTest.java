@@ -309,11 +309,12 @@ class GradCheckTest {
                     kina.ir.Perm p = kina.ir.Perm.of(perm);
                     c.finish(c.let("y", new Instr.Transpose(x, p)), p.apply(new Shape(dd)));
                 }
-                case "broadcast" -> {
+                case "broadcast" -> {                     // same rank, or new leading axes as NumPy adds them
                     long[] to = c.dims(rank);
                     for (int i = 0; i < rank; i++) to[i] = 2 + rng.nextInt(3);
-                    long[] from = to.clone();
-                    for (int i = 0; i < rank; i++) if (rng.nextBoolean()) from[i] = 1;
+                    int lead = rng.nextInt(3) == 0 ? 0 : rng.nextInt(rank + 1);
+                    long[] from = java.util.Arrays.copyOfRange(to, lead, rank);
+                    for (int i = 0; i < from.length; i++) if (rng.nextBoolean()) from[i] = 1;
                     Var x = c.param("x", c.t(from), -1, 1);
                     c.finish(c.let("y", new Instr.Broadcast(x, new Shape(to))), new Shape(to));
                 }
@@ -329,8 +330,8 @@ class GradCheckTest {
                     Var x = c.param("x", c.t(d), -2, 2);
                     c.finish(c.let("y", op.equals("softmax") ? new Instr.Softmax(x, axis) : new Instr.LogSoftmax(x, axis)), new Shape(d));
                 }
-                case "take_along_axis" -> {
-                    int r = 2 + rng.nextInt(2);
+                case "take_along_axis" -> {               // rank 1 too: a rank-0 index picks one element
+                    int r = 1 + rng.nextInt(3);
                     long[] dd = c.dims(r);
                     int axis = rng.nextInt(r);
                     Shape rho = new Shape(dd).drop(axis);
@@ -369,7 +370,7 @@ class GradCheckTest {
                     c.finish(c.let("y", new Instr.ScatterAdd(u, ids, dest)), dest.shape());
                 }
                 case "scatter_along_axis" -> {
-                    int r = 2 + rng.nextInt(2);
+                    int r = 1 + rng.nextInt(3);
                     long[] dd = c.dims(r);
                     int axis = rng.nextInt(r);
                     Shape rho = new Shape(dd).drop(axis);
@@ -471,7 +472,7 @@ class GradCheckTest {
                     c.finish(c.let("y", new Instr.SetRows(table, ids, rows)), Shape.of(v, dim));
                 }
                 case "argmax" -> {                        // take_along_axis(argmax): the max, its gradient the arg-max mask
-                    long[] dd = c.dims(2 + rng.nextInt(2));       // scatter_along_axis needs rank >= 2
+                    long[] dd = c.dims(1 + rng.nextInt(3));
                     int axis = rng.nextInt(dd.length);
                     Var x = c.param("x", c.t(dd), -1, 1);
                     Var am = c.let("am", new Instr.ArgMax(x, axis));

@@ -22,6 +22,7 @@ import kina.ir.Program;
 import kina.model.Config;
 import kina.model.Optimizer;
 import kina.model.StoryLm;
+import kina.syntax.Parser;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -29,8 +30,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The rewrite table: the program the plan runs (calls inlined, fusions as IR-internal
- * instructions) is an ordinary program that the checker accepts and the interpreter runs to the
- * same bits as the program it came from, for every example and every model config; and the
+ * instructions) is an ordinary program that the checker accepts, that prints and parses back, and
+ * that the interpreter runs to the same bits as the program it came from, for every example and
+ * every model config; and the
  * StoryLM train step's count of each rewrite is pinned, so a change to a VJP rule that stops a
  * fusion fails here instead of silently costing speed.
  */
@@ -48,9 +50,12 @@ class RewritesTest {
         Program rechecked = Checker.check(rewritten);
         assertThat(rechecked.body().lets().stream().map(Let::type).toList()).as(what + " types")
                 .isEqualTo(rewritten.body().lets().stream().map(Let::type).toList());
+        Program reparsed = Checker.check(Parser.parse(what, Printer.print(rewritten)));     // `kina plan` prints a program that reads back
         for (long seed = 1; seed <= seeds; seed++) {
             Map<String, Tensor> in = randomInputs(plan, seed, vocab);
-            assertBits(interpret(rewritten, in), interpret(p, in), what + " seed " + seed);
+            List<Tensor> want = interpret(p, in);
+            assertBits(interpret(rewritten, in), want, what + " seed " + seed);
+            assertBits(interpret(reparsed, in), want, what + " reparsed, seed " + seed);
         }
     }
 
