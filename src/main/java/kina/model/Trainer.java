@@ -488,7 +488,7 @@ public final class Trainer {
     }
 
     /** Puts a batch's {@code ids} [rows, t] and {@code targets} [rows·t] (I64) into {@code in}. */
-    static void tokens(Batches.Batch b, int t, Map<String, Tensor> in) {
+    public static void tokens(Batches.Batch b, int t, Map<String, Tensor> in) {
         int bs = b.inputs().length;
         long[] ids = new long[bs * t], tg = new long[bs * t];
         for (int i = 0; i < bs; i++)

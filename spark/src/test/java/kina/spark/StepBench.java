@@ -73,16 +73,7 @@ public final class StepBench {
         long[] step = {0};
         variants.put("one program", () -> {
             Map<String, Tensor> in = new HashMap<>(fixed);
-            Batches.Batch b = train.at(step[0]);
-            int t = c.seq();
-            long[] ids = new long[batch * t], tg = new long[batch * t];
-            for (int i = 0; i < batch; i++)
-                for (int j = 0; j < t; j++) {
-                    ids[i * t + j] = b.inputs()[i][j];
-                    tg[i * t + j] = b.targets()[i][j];
-                }
-            in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, batch, t), ids));
-            in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, (long) batch * t), tg));
+            Trainer.tokens(train.at(step[0]), c.seq(), in);
             in.put("cos", rope[0]);
             in.put("sin", rope[1]);
             whole.run(in);
