@@ -157,7 +157,7 @@ class MicroBatchTreeTest {
 
     @Test void oneMicroBatchIsTheOneProgramStepBitForBit(@TempDir Path dir) {
         // With a power-of-two token count (2 × 64) the mean's 1/n is a power of two, which every
-        // rounding of the backward pass commutes with: scaling once at the end gives the same bits.
+        // rounding of the backward pass commutes with (short of underflow): scaling once at the end gives the same bits.
         Corpus corpus = TrainerTest.slice();
         int[] whole = runBits(new Trainer(options(dir.resolve("whole"), 2, 0, null), corpus).run(TrainerTest.QUIET));
         int[] tree = runBits(new Trainer(options(dir.resolve("tree"), 2, 1, null), corpus).run(TrainerTest.QUIET));
