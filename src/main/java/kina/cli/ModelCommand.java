@@ -18,7 +18,8 @@ final class ModelCommand implements Callable<Integer> {
     String config;
     @Option(names = "--batch", defaultValue = "2", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
     @Option(names = "--optimizer", defaultValue = "adamw", description = "adamw or sgd (default: ${DEFAULT-VALUE}).") String optimizer;
-    @Option(names = "--what", defaultValue = "train-step", description = "train-step, loss or logits (default: ${DEFAULT-VALUE}).") String what;
+    @Option(names = "--what", defaultValue = "train-step", description = "train-step, loss, logits, or the two halves of a --micro-batches step: "
+            + "gradient (one micro-batch of --batch sequences) and update (its scale for a step of --batch sequences) (default: ${DEFAULT-VALUE}).") String what;
     @Mixin Main.Common common;
 
     @Override public Integer call() {
@@ -29,7 +30,9 @@ final class ModelCommand implements Callable<Integer> {
             case "train-step" -> c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, batch, opt);
             case "loss" -> toyOnlyTrainStep(c, () -> StoryLm.lossOnly(c, batch));
             case "logits" -> toyOnlyTrainStep(c, () -> StoryLm.logits(c));
-            default -> throw new kina.ir.KinaException(null, "--what " + what + ": unknown (train-step, loss or logits)");
+            case "gradient" -> toyOnlyTrainStep(c, () -> StoryLm.gradientStep(c, batch));
+            case "update" -> toyOnlyTrainStep(c, () -> StoryLm.updateStep(c, opt, 1.0 / ((double) batch * c.seq())));
+            default -> throw new kina.ir.KinaException(null, "--what " + what + ": unknown (train-step, loss, logits, gradient or update)");
         };
         System.out.print(text);
         return 0;

@@ -42,15 +42,24 @@ public final class Batches {
     public int seq() { return seq; }
 
     /** The batch for step {@code step}. */
-    public Batch at(long step) {
+    public Batch at(long step) { return rows(step, 0, batch); }
+
+    /**
+     * Rows [lo, hi) of the batch for step {@code step} (a micro-batch: the rows are those of
+     * {@link #at}, so it too depends only on (seed, step, lo, hi)). IllegalArgumentException unless
+     * 0 ≤ lo < hi ≤ batch.
+     */
+    public Batch rows(long step, int lo, int hi) {
+        if (lo < 0 || hi <= lo || hi > batch) throw new IllegalArgumentException("rows [" + lo + ", " + hi + ") outside a batch of " + batch);
         SplittableRandom r = new SplittableRandom(mix(seed, step));
-        int[][] in = new int[batch][seq];
-        int[][] tg = new int[batch][seq];
-        for (int b = 0; b < batch; b++) {
-            int start = from + r.nextInt(windows);
+        int[][] in = new int[hi - lo][seq];
+        int[][] tg = new int[hi - lo][seq];
+        for (int b = 0; b < hi; b++) {
+            int start = from + r.nextInt(windows);          // every row's draw, so row b is the same whatever lo is
+            if (b < lo) continue;
             for (int t = 0; t < seq; t++) {
-                in[b][t] = bytes[start + t] & 0xff;
-                tg[b][t] = bytes[start + t + 1] & 0xff;
+                in[b - lo][t] = bytes[start + t] & 0xff;
+                tg[b - lo][t] = bytes[start + t + 1] & 0xff;
             }
         }
         return new Batch(in, tg);

@@ -48,7 +48,10 @@ public final class StoryLm {
     }
 
     /** The forward fn: {@code storylm_loss} (mean NLL, [1, 1]) or {@code storylm_logits} ([B·T, V]). */
-    static void forwardFn(StringBuilder s, Config c, int batch, boolean loss) {
+    static void forwardFn(StringBuilder s, Config c, int batch, boolean loss) { forwardFn(s, c, batch, loss, false); }
+
+    /** {@link #forwardFn}; with {@code summed}, {@code storylm_loss} answers the summed NLL (nats, [1, 1]) instead of the mean. */
+    static void forwardFn(StringBuilder s, Config c, int batch, boolean loss, boolean summed) {
         int b = batch, t = c.seq(), d = c.dModel(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads();
         long n = (long) b * t;
         s.append("let ").append(loss ? "storylm_loss" : "storylm_logits").append(" = fn(ids: tensor<I64, [")
@@ -110,7 +113,11 @@ public final class StoryLm {
         line(s, "picked", "lp.take_along_axis(targets, axis=1)", "[B*T] log-likelihood of each next byte");
         line(s, "nll", "-picked", null);
         line(s, "total", "nll.sum(axis=0, keepdims=true)", null);
-        line(s, "total2", "total.reshape([1, 1])", null);
+        line(s, "total2", "total.reshape([1, 1])", summed ? "summed NLL, nats" : null);
+        if (summed) {
+            s.append("  total2\n} in\n");
+            return;
+        }
         line(s, "inv_n", type(1, 1) + " payload { " + num(1.0 / n) + " }", "1 / (B*T)");
         line(s, "loss", "total2 * inv_n", "mean NLL, nats per byte");
         s.append("  loss\n} in\n");
@@ -151,6 +158,59 @@ public final class StoryLm {
         out.add("loss");
         out.add("grad_norm");
         s.append(String.join(", ", out)).append(")\n");
+        return s.toString();
+    }
+
+    /**
+     * The gradient half of a large-batch step ({@link MicroBatchJob}): one micro-batch of
+     * {@code rows} sequences, differentiated on its <em>summed</em> NLL (so micro-batches add up
+     * to the batch's sum). Inputs: ids [rows, T], targets [rows·T] (I64), cos, sin, each weight.
+     * Result: (loss_sum [1, 1], g_w… in {@link #weights} order), nothing scaled.
+     */
+    public static String gradientStep(Config c, int rows) {
+        if (c.toy()) throw new ConfigError(c.name(), "the toy config has its own program (examples/storylm0_train_step.kina); train on text needs vocab 256");
+        StringBuilder s = new StringBuilder(String.format(Locale.ROOT,
+                "// StoryLM '%s' micro-batch gradient of the summed NLL, written by kina.model.StoryLm: %d sequences of %d%n",
+                c.name(), rows, c.seq()));
+        forwardFn(s, c, rows, true, true);
+        List<Weight> ws = inputs(s, c, rows, true);
+        s.append("handle storylm_loss(ids, targets");
+        for (Weight w : ws) s.append(", ").append(w.name());
+        s.append(") with reverseMode\n");
+        return s.toString();
+    }
+
+    /**
+     * The update half of a large-batch step: the summed gradients {@code gsum_w} (one per weight,
+     * the micro-batch tree's result) scaled once by {@code scale}, then gradient-norm clipping and
+     * the optimizer, as in {@link #trainStep}. Inputs: each weight, the optimizer state, each
+     * {@code gsum_w}, and {@code lr}, {@code bc1}, {@code bc2} ([1, 1]). Result: (new weights…,
+     * new state…, grad_norm), the order of {@link #trainStep} without its loss.
+     */
+    public static String updateStep(Config c, Optimizer opt, double scale) {
+        StringBuilder s = new StringBuilder(String.format(Locale.ROOT,
+                "// StoryLM '%s' update from a micro-batch tree's gradient sum, written by kina.model.StoryLm: scale %s; %s%n",
+                c.name(), num(scale), opt.describe()));
+        List<Weight> ws = weights(c);
+        for (Weight w : ws) s.append("let ").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        for (String st : opt.state())
+            for (Weight w : ws) s.append("let ").append(st).append("_").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        for (Weight w : ws) s.append("let gsum_").append(w.name()).append(" = ").append(type(w.shape())).append(" in\n");
+        for (String in : new String[] {"lr", "bc1", "bc2"}) s.append("let ").append(in).append(" = ").append(type(1, 1)).append(" in\n");
+        s.append("let grad_scale = ").append(type(1, 1)).append(" payload { ").append(num(scale)).append(" } in\n");
+        s.append("let grad_scale_1 = grad_scale.reshape([1]) in\n");
+        for (Weight w : ws) {
+            String sh = java.util.Arrays.toString(w.shape());
+            s.append("let g_").append(w.name()).append(" = gsum_").append(w.name()).append(" * grad_scale")
+                    .append(w.rank() == 2 ? "" : "_1").append(".broadcast(").append(sh).append(") in\n");
+        }
+        opt.constants(s);
+        opt.update(s, ws);
+        List<String> out = new ArrayList<>();
+        for (Weight w : ws) out.add("new_" + w.name());
+        for (String st : opt.state()) for (Weight w : ws) out.add("new_" + st + "_" + w.name());
+        out.add("grad_norm");
+        s.append("(").append(String.join(", ", out)).append(")\n");
         return s.toString();
     }
 
