@@ -175,10 +175,20 @@ public final class Checker {
         return new Typed(new Rhs.Fn(fn.params(), fn.result(), body.block()), new Type.Fn(params, fn.result()));
     }
 
-    /** (R, g0, …, gk-1) over the k floating params, R alone when k = 0 (Section 14 §3). */
     private static Type handle(Let let, Var f, Type.Fn ft) {
-        if (!(ft.result() instanceof TensorType r))
+        Type t = reverseMode(ft);
+        if (t == null)
             throw TypeError.at(let, "handle", "reverseMode needs " + f + " to return one tensor, but it returns " + ft.result());
+        return t;
+    }
+
+    /**
+     * The type of {@code handle f(…) with reverseMode} for a fn of type {@code ft}: (R, g0, …, gk-1)
+     * over its k floating params, R alone when k = 0 (Section 14 §3); null when f does not return
+     * one tensor.
+     */
+    public static Type reverseMode(Type.Fn ft) {
+        if (!(ft.result() instanceof TensorType r)) return null;
         List<Type> out = new ArrayList<>();
         out.add(r);
         for (TensorType p : ft.params()) if (p.dtype().floating()) out.add(p);
