@@ -2,7 +2,6 @@ package kina.cli;
 
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
-import kina.model.Bench;
 import kina.model.Config;
 import kina.model.Trainer;
 import picocli.CommandLine.Command;

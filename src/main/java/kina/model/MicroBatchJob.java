@@ -69,7 +69,7 @@ public record MicroBatchJob(Config config, String dataName, byte[] text, int tra
 
     /** The gradient program every worker compiles: {@link StoryLm#gradientStep}, checked and transformed. */
     public Program gradientProgram() {
-        return Trainer.compile("<storylm " + config.name() + " micro-batch gradient>", StoryLm.gradientStep(config, rows()));
+        return Trainer.compile(StoryLm.gradientStep(config, rows()));
     }
 
     /**

@@ -5,13 +5,10 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
-import kina.check.Checker;
 import kina.eval.Tensor;
 import kina.ir.DType;
-import kina.ir.Program;
 import kina.ir.TensorType;
 import kina.plan.Plan;
-import kina.syntax.Parser;
 
 /**
  * Autoregressive generation from a trained StoryLM: the logits program of the config run on the
@@ -29,8 +26,7 @@ public final class Sampler {
     public Sampler(Config c, Map<String, Tensor> weights) {
         this.c = c;
         this.weights = weights;
-        Program p = Checker.check(Parser.parse("<storylm " + c.name() + " logits>", StoryLm.logits(c)));
-        this.logits = Plan.compile(p);
+        this.logits = Plan.compile(StoryLm.logits(c));
         Tensor[] t = Trainer.ropeTables(c);
         this.cos = t[0];
         this.sin = t[1];

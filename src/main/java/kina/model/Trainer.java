@@ -13,7 +13,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
 import kina.ad.TransformAd;
-import kina.check.Checker;
 import kina.eval.Interpreter;
 import kina.kernels.Parallel;
 import kina.eval.Tensor;
@@ -22,7 +21,6 @@ import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
 import kina.plan.Plan;
-import kina.syntax.Parser;
 
 /**
  * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
@@ -111,7 +109,7 @@ public final class Trainer {
     }
 
     /** The plan engine: carried values stay in the plan's float buffers between runs. */
-    record PlanRunner(Plan plan) implements Runner {
+    public record PlanRunner(Plan plan) implements Runner {
         public void carry(Map<String, Integer> inputToOutput) { plan.carry(inputToOutput); }
         public void set(String name, Tensor value) { plan.set(name, value); }
         public Tensor get(String name) { return plan.get(name); }
@@ -244,8 +242,9 @@ public final class Trainer {
         return o.lr() * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, progress))));
     }
 
-    static Program compile(String name, String src) {
-        return TransformAd.transform(Checker.check(Parser.parse(name, src)));
+    /** A checked StoryLM program after transform_ad, ready for an engine. */
+    public static Program compile(Program checked) {
+        return TransformAd.transform(checked);
     }
 
     /** Trains; prints progress and notes to {@code log}; returns the summary. */
@@ -285,7 +284,7 @@ public final class Trainer {
         }
         if (o.out() != null) requireOutDir(o.out());   // created only once the checkpoint is known to fit
         // Validation runs at the micro-batch size too, so a large batch needs no large forward pass.
-        Runner eval = o.engine().compile(compile("<storylm " + c.name() + " loss>", StoryLm.lossOnly(c, o.batch() / pieces())));
+        Runner eval = o.engine().compile(compile(StoryLm.lossOnly(c, o.batch() / pieces())));
         Batches valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
         Step steps = o.microBatches() == 0 ? new WholeStep() : new TreeStep();   // closed with the progress bar
         Runner step = steps.state();
@@ -375,12 +374,11 @@ public final class Trainer {
         if (!Files.isWritable(out)) throw new kina.ir.KinaException(null, "--out " + out + ": directory not writable");
     }
 
-    /** What the step carries: each weight and optimizer state from its result position (StoryLm.trainStep's order). */
     /**
      * The inputs a train step carries from run to run (name → index): the weights, then each
      * optimizer state's moments ({@code state_weight}), in the order checkpoints write them.
      */
-    static Map<String, Integer> carried(Config c, Optimizer opt) {
+    public static Map<String, Integer> carried(Config c, Optimizer opt) {
         Map<String, Integer> m = new LinkedHashMap<>();
         List<StoryLm.Weight> ws = StoryLm.weights(c);
         for (StoryLm.Weight wt : ws) m.put(wt.name(), m.size());
@@ -389,7 +387,7 @@ public final class Trainer {
     }
 
     /** A fresh run's optimizer moments: +0.0 for every state and weight, F32. */
-    static Map<String, Tensor> zeroMoments(Config c, Optimizer opt) {
+    public static Map<String, Tensor> zeroMoments(Config c, Optimizer opt) {
         Map<String, Tensor> m = new LinkedHashMap<>();
         for (String st : opt.state())
             for (StoryLm.Weight wt : StoryLm.weights(c))
@@ -440,7 +438,7 @@ public final class Trainer {
 
     /** One program per step: forward, gradients, clipping and update together. */
     private final class WholeStep implements Step {
-        final Runner step = o.engine().compile(compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, o.batch(), o.optimizer())));
+        final Runner step = o.engine().compile(compile(StoryLm.trainStep(c, o.batch(), o.optimizer())));
         final Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
 
         public Runner state() { return step; }
@@ -462,7 +460,7 @@ public final class Trainer {
     private final class TreeStep implements Step {
         final MicroBatchJob job = MicroBatchJob.of(c, corpus, o.batch(), o.microBatches(), o.seed());
         final ParameterLayout layout = new ParameterLayout(c);
-        final Runner update = o.engine().compile(compile("<storylm " + c.name() + " update>", StoryLm.updateStep(c, o.optimizer(), job.scale())));
+        final Runner update = o.engine().compile(compile(StoryLm.updateStep(c, o.optimizer(), job.scale())));
         final GradientWorkers workers = (o.workers() != null ? o.workers() : GradientWorkers.inProcess(o.engine())).open(job);
 
         public Runner state() { return update; }
@@ -534,7 +532,8 @@ public final class Trainer {
         return m;
     }
 
-    static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
+    /** A [1, 1] F32 scalar. */
+    public static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
 
     private static List<Tensor> flatten(Value v) {
         List<Tensor> out = new ArrayList<>();

@@ -1,4 +1,4 @@
-package kina.model;
+package kina.cli;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -13,6 +13,10 @@ import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
+import kina.model.Config;
+import kina.model.Optimizer;
+import kina.model.StoryLm;
+import kina.model.Trainer;
 import kina.plan.Plan;
 
 /**
@@ -225,7 +229,7 @@ public final class Bench {
             if (batch < 1) throw new IllegalArgumentException("batch must be >= 1, got " + batch);
             this.c = c;
             this.batch = batch;
-            Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
+            Program p = Trainer.compile(StoryLm.trainStep(c, batch, opt));
             step = engine.compile(p);
             plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
             step.carry(Trainer.carried(c, opt));          // weights and moments, as training carries them
@@ -265,7 +269,7 @@ public final class Bench {
      */
     static Result runToy(Config c, int steps, int threads, Trainer.Engine engine, Profile profile) {
         Parallel.setThreads(threads);
-        Program p = Trainer.compile("<storylm0 train step>", StoryLm.toyTrainStep(c));
+        Program p = Trainer.compile(StoryLm.toyTrainStep(c));
         Trainer.Runner step = engine.compile(p);
         Plan plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
         int v = c.vocab(), d = c.dModel(), t = c.seq();
@@ -318,8 +322,7 @@ public final class Bench {
         List<String> out = new ArrayList<>();
         for (int layers : new int[] {1, 2, 4, 8, 16, 32}) {
             Config c = new Config("medium-" + layers, 256, 256, 8, 8, 256, layers, 688, Config.ROPE_BASE, Config.EPS, false);
-            String src = StoryLm.trainStep(c, 8, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
-            kina.ir.Program checked = kina.check.Checker.check(kina.syntax.Parser.parse("<scaling>", src));
+            kina.ir.Program checked = StoryLm.trainStep(c, 8, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
             long bestAd = Long.MAX_VALUE, bestPlan = Long.MAX_VALUE;
             int forward = 0, total = 0;
             for (int r = 0; r < 5; r++) {
