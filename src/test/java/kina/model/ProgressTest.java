@@ -38,6 +38,19 @@ class ProgressTest {
         assertThat(printed()).isEqualTo("step  550/1000  loss 1.5000  val -  2500 tok/s  eta 0:00:18\n");
     }
 
+    /** A slow start (the JIT warming up) does not stay in the speed: it is measured over a recent window. */
+    @Test void theSpeedAndEtaComeFromARecentWindowNotTheWarmUp() {
+        try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 1000, 100, 50, out, clock::get)) {
+            for (int s = 1; s <= 200; s++) {
+                clock.addAndGet(s <= 40 ? 200_000_000L : 10_000_000L);   // 40 steps of 200 ms, then 10 ms a step
+                p.update(s, 1, Double.NaN);
+            }
+            // 9.6 s so far; a running average would say 48 ms a step (2083 tok/s, eta 38 s)
+            assertThat(p.tokensPerSecond()).isEqualTo(10_000.0, org.assertj.core.data.Offset.offset(1e-6));
+            assertThat(p.eta().toSeconds()).isEqualTo(8);
+        }
+    }
+
     @Test void offPrintsNothing() {
         try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 10, 1, 1, out, clock::get)) {
             for (int s = 1; s <= 10; s++) p.update(s, 1, 1);
