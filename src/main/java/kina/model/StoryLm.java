@@ -66,11 +66,16 @@ public final class StoryLm {
 
     private static TensorType ids(int batch, int t) { return TensorType.host(DType.I64, batch, t); }
 
+    /** What the forward fn answers: the mean NLL, the logits, or the logits and every layer's keys and values. */
+    enum Output { LOSS, LOGITS, PREFILL }
+
     /**
      * The forward fn, bound by {@code b}: {@code storylm_loss(ids, targets, weights…)} (mean NLL,
-     * [1, 1]) or {@code storylm_logits(ids, weights…)} ([B·T, V]).
+     * [1, 1]), {@code storylm_logits(ids, weights…)} ([B·T, V]) or {@code storylm_prefill(ids,
+     * weights…)} (logits and, per layer, the rotated keys and the values [T, KV·hd], batch 1).
      */
-    static Var forwardFn(ProgramBuilder b, Config c, int batch, boolean loss) {
+    static Var forwardFn(ProgramBuilder b, Config c, int batch, Output what) {
+        boolean loss = what == Output.LOSS;
         int t = c.seq(), d = c.dModel(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads();
         long n = (long) batch * t;
         List<Weight> ws = weights(c);
@@ -78,7 +83,8 @@ public final class StoryLm {
         ps.add(new Param("ids", ids(batch, t)));
         if (loss) ps.add(new Param("targets", TensorType.host(DType.I64, n)));
         for (Weight w : ws) ps.add(new Param(w.name(), f32(w.shape())));
-        return b.fn(loss ? "storylm_loss" : "storylm_logits", ps, p -> {
+        List<Var> cache = new ArrayList<>();
+        return b.fn(switch (what) { case LOSS -> "storylm_loss"; case LOGITS -> "storylm_logits"; case PREFILL -> "storylm_prefill"; }, ps, p -> {
             Map<String, Var> w = new HashMap<>();
             for (int i = 0; i < ws.size(); i++) w.put(ws.get(i).name(), p.get(p.size() - ws.size() + i));
             // The RoPE tables are inputs of the body, not parameters: constants, not differentiated.
@@ -97,6 +103,10 @@ public final class StoryLm {
                 }
                 Var qr = b.let(pre + "qr", b.rope(qkv.get("q"), cos, sin, h, 0, 0));   // half-split pairs
                 Var kr = b.let(pre + "kr", b.rope(qkv.get("k"), cos, sin, kv, 0, 0));
+                if (what == Output.PREFILL) {
+                    cache.add(b.let(pre + "k_cache", b.reshape(kr, new Shape(t, (long) kv * hd))));
+                    cache.add(b.let(pre + "v_cache", b.reshape(qkv.get("v"), new Shape(t, (long) kv * hd))));
+                }
                 Var att = b.let(pre + "att", b.attention(qr, kr, qkv.get("v"), Optional.empty(), causal(c, 0)));
                 Var att2 = b.let(pre + "att2", b.reshape(att, new Shape(n, (long) h * hd)));
                 Var o2 = b.let(pre + "o2", b.matmul(att2, w.get(pre + "wo")));
@@ -116,6 +126,11 @@ public final class StoryLm {
             Var xf = b.let("xf", b.rmsnorm(x, Optional.of(w.get("final_norm")), Optional.empty(), c.eps()));
             Var xf2 = b.let("xf2", b.reshape(xf, new Shape(n, d)));
             Var logits = b.let("logits", b.matmul(xf2, w.get("lm_head")));               // [B·T, V]
+            if (what == Output.PREFILL) {
+                List<Var> out = new ArrayList<>(List.of(logits));
+                out.addAll(cache);
+                return b.tuple(out);
+            }
             if (!loss) return logits;
             Var lp = b.let("lp", b.logSoftmax(logits, 1));
             Var picked = b.let("picked", b.takeAlongAxis(lp, p.get(1), 1));              // log-likelihood of each next token
@@ -150,7 +165,7 @@ public final class StoryLm {
     public static Program trainStep(Config c, int batch, Optimizer opt) {
         if (c.toy()) throw new ConfigError(c.name(), "the toy config has its own program (examples/storylm0_train_step.kina); train on text needs vocab 256");
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " train step>");
-        Var f = forwardFn(b, c, batch, true);
+        Var f = forwardFn(b, c, batch, Output.LOSS);
         Inputs in = inputs(b, c, batch, true);
         Map<String, List<Var>> state = new LinkedHashMap<>();
         for (String st : opt.state()) {
@@ -236,15 +251,91 @@ public final class StoryLm {
     /** The mean NLL alone, for validation: {@code storylm_loss(ids, targets, weights…)}. */
     public static Program lossOnly(Config c, int batch) {
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " loss>");
-        Var f = forwardFn(b, c, batch, true);
+        Var f = forwardFn(b, c, batch, Output.LOSS);
         return b.build(b.call(f, inputs(b, c, batch, true).args()));
     }
 
     /** A forward program for sampling: logits [T, V] of one sequence of ids [1, T]. */
     public static Program logits(Config c) {
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " logits>");
-        Var f = forwardFn(b, c, 1, false);
+        Var f = forwardFn(b, c, 1, Output.LOGITS);
         return b.build(b.call(f, inputs(b, c, 1, false).args()));
+    }
+
+    /**
+     * The window program that fills a KV cache: for ids [1, T], the logits [T, V] and per layer
+     * {@code l<k>_k_cache} (the rotated keys) and {@code l<k>_v_cache} (the values), [T, KV·hd];
+     * the same arithmetic as {@link #logits}.
+     */
+    public static Program prefill(Config c) {
+        ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " prefill>");
+        Var f = forwardFn(b, c, 1, Output.PREFILL);
+        return b.build(b.call(f, inputs(b, c, 1, false).args()));
+    }
+
+    /**
+     * One decode step against a KV cache of the config's seq positions: the logits [1, V] of one
+     * new token at position P, and every layer's cache with row P set to its key and value.
+     * Inputs: {@code id} [1] (I64), {@code pos} [1] (I64, = P), {@code cos}, {@code sin} [1, hd/2]
+     * (row P of the RoPE tables), {@code mask} [1, L] (0 at positions ≤ P, −1e9 after), each
+     * weight, and {@code l<k>_k_cache}, {@code l<k>_v_cache} [L, KV·hd]. Result: (logits,
+     * l0_k_cache', l0_v_cache', …).
+     *
+     * <p>Attention is written in the vocabulary: scores q·Kᵀ per kv group by matmul, × 1/√hd, +
+     * mask, softmax, @ V. That is the fused attention's arithmetic step for step (one fma chain per
+     * score and per output from −0.0, the same max, exps and sum order; masked positions add exact
+     * zeros), so the logits equal the window program's row P bit for bit.
+     */
+    public static Program decodeStep(Config c) {
+        int l = c.seq(), d = c.dModel(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads(), g = c.groups();
+        long width = (long) kv * hd;
+        ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " decode step>");
+        Var id = b.input("id", TensorType.host(DType.I64, 1));
+        Var pos = b.input("pos", TensorType.host(DType.I64, 1));
+        Var cos = b.input("cos", f32(1, hd / 2)), sin = b.input("sin", f32(1, hd / 2));
+        Var mask = b.input("mask", f32(1, l));
+        Map<String, Var> w = new HashMap<>();
+        for (Weight wt : weights(c)) w.put(wt.name(), b.input(wt.name(), f32(wt.shape())));
+        List<Var> caches = new ArrayList<>();
+        for (int k = 0; k < c.layers(); k++)
+            for (String s : new String[] {"k", "v"}) caches.add(b.input("l" + k + "_" + s + "_cache", f32(l, width)));
+        Shape scores = new Shape(kv, g, l);
+        Var alpha = b.let("alpha", b.literal(f32(1, 1, 1), new Payload(1.0 / StrictMath.sqrt(hd))));
+        Var alphaB = b.let("alpha_b", b.broadcast(alpha, scores));
+        Var maskB = b.let("mask_b", b.broadcast(b.reshape(mask, new Shape(1, 1, l)), scores));
+        Var x = b.let("x0", b.gather(w.get("emb"), id));                                       // [1, D]
+        List<Var> out = new ArrayList<>();
+        int step = 0;
+        for (int k = 0; k < c.layers(); k++) {
+            String pre = "l" + k + "_";
+            Var hn = b.let(pre + "h", b.rmsnorm(x, Optional.of(w.get(pre + "attn_norm")), Optional.empty(), c.eps()));
+            Var q = b.let(pre + "q", b.matmul(hn, w.get(pre + "wq")));
+            Var kk = b.let(pre + "k", b.matmul(hn, w.get(pre + "wk")));
+            Var v = b.let(pre + "v", b.matmul(hn, w.get(pre + "wv")));
+            Var qr = b.let(pre + "qr", b.rope(q, cos, sin, h, 0, 0));
+            Var kr = b.let(pre + "kr", b.rope(kk, cos, sin, kv, 0, 0));
+            Var kc = b.let(pre + "k_cache_new", b.setRows(caches.get(2 * k), pos, kr));
+            Var vc = b.let(pre + "v_cache_new", b.setRows(caches.get(2 * k + 1), pos, v));
+            out.add(kc);
+            out.add(vc);
+            Var q3 = b.let(pre + "q3", b.reshape(qr, new Shape(kv, g, hd)));                     // query head kv·G + g
+            Var kt = b.let(pre + "kt", b.transpose(b.reshape(kc, new Shape(l, kv, hd)), new kina.ir.Perm(1, 2, 0)));
+            Var s = b.let(pre + "s", b.add(b.mul(b.matmul(q3, kt), alphaB), maskB));          // [KV, G, L]
+            Var p = b.let(pre + "p", b.softmax(s, 2));
+            Var v3 = b.let(pre + "v3", b.transpose(b.reshape(vc, new Shape(l, kv, hd)), new kina.ir.Perm(1, 0, 2)));
+            Var att = b.let(pre + "att", b.reshape(b.matmul(p, v3), new Shape(1, (long) h * hd)));
+            Var o = b.let(pre + "o", b.matmul(att, w.get(pre + "wo")));
+            x = b.let("x" + (++step), b.add(x, o));
+            if (c.mlpHidden() > 0) {
+                Var m = b.let(pre + "m", b.rmsnorm(x, Optional.of(w.get(pre + "mlp_norm")), Optional.empty(), c.eps()));
+                Var act = b.let(pre + "act", b.swiglu(b.matmul(m, w.get(pre + "w_gate")), b.matmul(m, w.get(pre + "w_up"))));
+                x = b.let("x" + (++step), b.add(x, b.matmul(act, w.get(pre + "w_down"))));
+            }
+        }
+        Var xf = b.let("xf", b.rmsnorm(x, Optional.of(w.get("final_norm")), Optional.empty(), c.eps()));
+        Var logits = b.let("logits", b.matmul(xf, w.get("lm_head")));                          // [1, V]
+        out.addFirst(logits);
+        return b.build(b.tuple(out));
     }
 
     /** The top-level inputs: ids, targets (when asked) and each weight, in the forward fn's parameter order. */

@@ -32,11 +32,22 @@ import kina.plan.Plan;
  */
 public final class Trainer {
 
-    /** What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot. */
+    /**
+     * What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the
+     * plot; the config's vocab is the tokenizer's.
+     */
     public record Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                           int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
-                          Progress.Mode progress, Engine engine) {
-        /** The options with the default engine (the compiled plan). */
+                          Progress.Mode progress, Engine engine, Tokenizer tokenizer) {
+        /** The options for byte-level text. */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, new ByteTokenizer());
+        }
+
+        /** The options with the default engine (the compiled plan), for byte-level text. */
         public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                        int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
                        Progress.Mode progress) {
@@ -170,7 +181,10 @@ public final class Trainer {
         this.corpus = corpus;
         this.c = options.config();
         if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium or --config FILE.json)");
-        if (c.vocab() != ByteTokenizer.VOCAB) throw new ConfigError(c.name(), "vocab must be " + ByteTokenizer.VOCAB + " for byte-level text, got " + c.vocab());
+        Tokenizer tok = options.tokenizer();
+        if (c.vocab() != tok.vocab())
+            throw new ConfigError(c.name(), "vocab must be " + tok.vocab() + " for the " + (tok instanceof ByteTokenizer ? "byte-level" : "BPE")
+                    + " tokenizer, got " + c.vocab());
         this.weights = StoryLm.weights(c);
         Tensor[] tables = ropeTables(c);
         this.cos = tables[0];
@@ -245,7 +259,10 @@ public final class Trainer {
             if (!ck.state().config().equals(c))
                 throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
             ck.requireWeights(types(""));
-            ck.requireMoments(stateTypes());
+            if (!(ck.moments().isEmpty() && ck.state().step() == 0)) ck.requireMoments(stateTypes());   // an import has none yet
+            if (!Checkpoint.sameTokenizer(ck.tokenizer(), o.tokenizer()))
+                throw new CheckpointError(ck.dir(), "was trained with a " + ck.tokenizer().kind() + " tokenizer of " + ck.tokenizer().vocab()
+                        + " ids, not the one given (resume with the checkpoint's tokenizer)");
             long at = ck.state().step();
             if (o.steps() <= at)
                 throw new kina.ir.KinaException(null, "--steps " + o.steps() + " is not beyond the checkpoint's step " + at
@@ -259,8 +276,14 @@ public final class Trainer {
         if (o.out() != null) requireOutDir(o.out());   // created only once the checkpoint is known to fit
         Runner step = o.engine().compile(compile(StoryLm.trainStep(c, o.batch(), o.optimizer())));
         Runner eval = o.engine().compile(compile(StoryLm.lossOnly(c, o.batch())));
-        Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
-        Batches valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
+        Batches train, valid;
+        if (o.tokenizer() instanceof ByteTokenizer) {
+            train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
+            valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
+        } else {
+            train = corpus.trainBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
+            valid = corpus.validBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
+        }
         double baseline = corpus.unigramEntropyNats();
 
         Map<String, Tensor> w = new LinkedHashMap<>();
@@ -269,7 +292,7 @@ public final class Trainer {
         long start = 0;
         if (ck != null) {
             w.putAll(ck.weights());
-            state.putAll(ck.moments());
+            state.putAll(ck.moments().isEmpty() ? zeroMoments(c, o.optimizer()) : ck.moments());
             start = ck.state().step();
             trainCurve.addAll(ck.state().trainLoss());
             valCurve.addAll(ck.state().valLoss());
@@ -297,7 +320,8 @@ public final class Trainer {
                 Math.max(1, o.steps() / 50), log)) {
             for (long s = start; s < o.steps(); s++) {
                 Map<String, Tensor> in = new HashMap<>();
-                batchInputs(train.at(s), in);
+                Batches.Batch batch = train.at(s);
+                batchInputs(batch, in);
                 double lr = lrAt(s);
                 in.put("lr", scalar(lr));
                 if (o.optimizer() instanceof Optimizer.AdamW a) {
@@ -308,7 +332,7 @@ public final class Trainer {
                     in.put("bc2", scalar(1));
                 }
                 List<Tensor> out = step.run(in);             // (loss, grad_norm): the rest is carried
-                lastLoss = out.getFirst().floats()[0];
+                lastLoss = perByte(out.getFirst().floats()[0], batch);
                 if (!Double.isFinite(lastLoss))
                     throw new kina.ir.KinaException(null, "training diverged at step " + (s + 1) + ": loss " + lastLoss + " (lower --lr)");
                 trainCurve.add(new double[] {s + 1, lastLoss});
@@ -377,15 +401,27 @@ public final class Trainer {
         return m;
     }
 
-    /** Mean validation loss over the fixed validation batches. */
+    /**
+     * Mean validation loss over the fixed validation batches, in nats per byte: for bytes the mean
+     * of the batches' losses; for a BPE the batches' summed NLL over the bytes their targets stand for.
+     */
     double validate(Runner eval, Batches valid, Map<String, Tensor> w) {
-        double sum = 0;
+        double sum = 0, nll = 0, bytes = 0;
         for (int i = 0; i < o.evalBatches(); i++) {
             Map<String, Tensor> in = new HashMap<>(w);
-            batchInputs(valid.at(i), in);
-            sum += eval.run(in).getFirst().floats()[0];
+            Batches.Batch b = valid.at(i);
+            batchInputs(b, in);
+            double loss = eval.run(in).getFirst().floats()[0];
+            sum += loss;
+            nll += loss * ((long) o.batch() * c.seq());
+            bytes += b.targetBytes();
         }
-        return sum / o.evalBatches();
+        return o.tokenizer() instanceof ByteTokenizer ? sum / o.evalBatches() : nll / bytes;
+    }
+
+    /** A batch's mean NLL per token in nats per byte (bytes: as it is). */
+    private double perByte(double lossPerToken, Batches.Batch b) {
+        return o.tokenizer() instanceof ByteTokenizer ? lossPerToken : lossPerToken * ((long) o.batch() * c.seq()) / b.targetBytes();
     }
 
     private void batchInputs(Batches.Batch b, Map<String, Tensor> in) {
@@ -420,7 +456,7 @@ public final class Trainer {
         }
         Checkpoint.State st = new Checkpoint.State(c, o.optimizer() instanceof Optimizer.AdamW ? "adamw" : "sgd", hyper, step,
                 o.seed(), corpus.name(), corpus.sha256(), train, val, Map.of("optimizer", o.optimizer().describe()));
-        return Checkpoint.save(o.out(), st, w, state);
+        return Checkpoint.save(o.out(), st, w, state, o.tokenizer());
     }
 
     Map<String, TensorType> types(String prefix) {
