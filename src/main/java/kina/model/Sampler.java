@@ -35,7 +35,7 @@ public final class Sampler {
     private final Plan window;             // logits (full window) or prefill (KV cache)
     private final Plan decode;             // null in the full-window mode
     private final Tensor cos, sin;
-    private final Tensor[] cosRow, sinRow, maskRow;
+    private final Tensor[] cosRow, sinRow, maskRow, oneHot;
     private final List<String> caches;
 
     /** A KV-cache sampler. */
@@ -52,12 +52,12 @@ public final class Sampler {
         if (mode == Mode.FULL_WINDOW) {
             window = Plan.compile(StoryLm.logits(c));
             decode = null;
-            cosRow = sinRow = maskRow = null;
+            cosRow = sinRow = maskRow = oneHot = null;
             caches = List.of();
             return;
         }
         window = Plan.compile(StoryLm.prefill(c));
-        decode = Plan.compile(StoryLm.decodeStep(c));
+        decode = Plan.compile(StoryLm.decodeStep(c, weights));
         Map<String, Integer> carry = new LinkedHashMap<>();
         java.util.ArrayList<String> names = new java.util.ArrayList<>();
         for (int k = 0; k < c.layers(); k++)
@@ -68,11 +68,14 @@ public final class Sampler {
             }
         caches = List.copyOf(names);
         decode.carry(carry);
-        for (String n : caches) decode.set(n, kina.eval.Kernels.fill(TensorType.host(DType.F32, l, c.kvHeads() * c.headDim()), 0.0));
+        for (String n : caches)
+            decode.set(n, kina.eval.Kernels.fill(n.endsWith("_k_cache") ? TensorType.host(DType.F32, c.kvHeads(), c.headDim(), l)
+                    : TensorType.host(DType.F32, c.kvHeads(), l, c.headDim()), 0.0));
         // the per-position inputs of the step, made once: RoPE rows and the causal mask
         cosRow = new Tensor[l];
         sinRow = new Tensor[l];
         maskRow = new Tensor[l];
+        oneHot = new Tensor[l];
         TensorType row = TensorType.host(DType.F32, 1, half);
         for (int p = 0; p < l; p++) {
             cosRow[p] = Tensor.ofFloats(row, Arrays.copyOfRange(cos.floats(), p * half, (p + 1) * half));
@@ -80,6 +83,9 @@ public final class Sampler {
             double[] m = new double[l];
             for (int j = p + 1; j < l; j++) m[j] = -1e9;
             maskRow[p] = Tensor.ofFloats(TensorType.host(DType.F32, 1, l), m);
+            double[] e = new double[l];
+            e[p] = 1;
+            oneHot[p] = Tensor.ofFloats(TensorType.host(DType.F32, 1, l), e);
         }
     }
 
@@ -109,13 +115,11 @@ public final class Sampler {
             } else if (pos < 0 || pos + 1 >= t) {
                 // prefill the prompt's last seq tokens, or slide: the last seq/2 again from position 0
                 int keep = pos < 0 ? Math.min(len, t) : Math.max(1, t / 2), from = len - keep;
-                List<Tensor> out = window.run(windowInputs(text, from, keep));
-                for (int k = 0; k < caches.size(); k++) decode.set(caches.get(k), out.get(1 + k));
-                System.arraycopy(out.getFirst().floats(), (keep - 1) * v, row, 0, v);
+                System.arraycopy(prefill(text, from, keep).floats(), (keep - 1) * v, row, 0, v);
                 pos = keep - 1;
             } else {
                 pos++;
-                row = decode.run(stepInputs(text[len - 1], pos)).getFirst().floats();
+                row = decode(text[len - 1], pos);
             }
             int next = draw(row, temperature, topK, rng);
             text[len++] = next;
@@ -124,14 +128,24 @@ public final class Sampler {
         return text;
     }
 
-    /** The logits of the decode step for token {@code id} at position {@code pos} (the cache as it stands); for tests. */
-    double[] decodeLogits(int id, int pos) { return decode.run(stepInputs(id, pos)).getFirst().floats(); }
+    /**
+     * One decode step (KV-cache mode): the logits [V] of token {@code id} at position {@code pos},
+     * whose key and value it writes into the cache; positions before pos must hold the context.
+     */
+    public double[] decode(int id, int pos) {
+        if (decode == null) throw new IllegalStateException("a full-window sampler has no decode step");
+        if (pos < 0 || pos >= c.seq()) throw new IllegalArgumentException("position " + pos + " outside the window [0, " + c.seq() + ")");
+        return decode.run(stepInputs(id, pos)).getFirst().floats();
+    }
 
-    /** Runs the window program on tokens [from, from + used) of text; for the KV cache, also fills the cache. */
-    List<Tensor> runWindow(int[] text, int from, int used) {
+    /**
+     * Runs the window program on tokens [from, from + used) of text at positions 0 … used − 1 and
+     * answers its logits [seq, V]; in KV-cache mode it also fills the cache with their keys and values.
+     */
+    public Tensor prefill(int[] text, int from, int used) {
         List<Tensor> out = window.run(windowInputs(text, from, used));
         if (decode != null) for (int k = 0; k < caches.size(); k++) decode.set(caches.get(k), out.get(1 + k));
-        return out;
+        return out.getFirst();
     }
 
     private Map<String, Tensor> windowInputs(int[] text, int from, int used) {
@@ -145,9 +159,9 @@ public final class Sampler {
     }
 
     private Map<String, Tensor> stepInputs(int id, int pos) {
-        Map<String, Tensor> in = new HashMap<>(weights);
+        Map<String, Tensor> in = new HashMap<>();
         in.put("id", Tensor.ofInts(TensorType.host(DType.I64, 1), new long[] {id}));
-        in.put("pos", Tensor.ofInts(TensorType.host(DType.I64, 1), new long[] {pos}));
+        in.put("onehot", oneHot[pos]);
         in.put("cos", cosRow[pos]);
         in.put("sin", sinRow[pos]);
         in.put("mask", maskRow[pos]);

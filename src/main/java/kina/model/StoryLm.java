@@ -103,9 +103,9 @@ public final class StoryLm {
                 }
                 Var qr = b.let(pre + "qr", b.rope(qkv.get("q"), cos, sin, h, 0, 0));   // half-split pairs
                 Var kr = b.let(pre + "kr", b.rope(qkv.get("k"), cos, sin, kv, 0, 0));
-                if (what == Output.PREFILL) {
-                    cache.add(b.let(pre + "k_cache", b.reshape(kr, new Shape(t, (long) kv * hd))));
-                    cache.add(b.let(pre + "v_cache", b.reshape(qkv.get("v"), new Shape(t, (long) kv * hd))));
+                if (what == Output.PREFILL) {                                            // the decode step's layouts
+                    cache.add(b.let(pre + "k_cache", b.transpose(b.reshape(kr, new Shape(t, kv, hd)), new Perm(1, 2, 0))));           // [KV, hd, T]
+                    cache.add(b.let(pre + "v_cache", b.transpose(b.reshape(qkv.get("v"), new Shape(t, kv, hd)), new Perm(1, 0, 2)))); // [KV, T, hd]
                 }
                 Var att = b.let(pre + "att", b.attention(qr, kr, qkv.get("v"), Optional.empty(), causal(c, 0)));
                 Var att2 = b.let(pre + "att2", b.reshape(att, new Shape(n, (long) h * hd)));
@@ -264,8 +264,8 @@ public final class StoryLm {
 
     /**
      * The window program that fills a KV cache: for ids [1, T], the logits [T, V] and per layer
-     * {@code l<k>_k_cache} (the rotated keys) and {@code l<k>_v_cache} (the values), [T, KV·hd];
-     * the same arithmetic as {@link #logits}.
+     * {@code l<k>_k_cache} (the rotated keys, transposed: [KV, hd, T]) and {@code l<k>_v_cache} (the
+     * values: [KV, T, hd]), as {@link #decodeStep} keeps them; the same arithmetic as {@link #logits}.
      */
     public static Program prefill(Config c) {
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " prefill>");
@@ -274,35 +274,49 @@ public final class StoryLm {
     }
 
     /**
-     * One decode step against a KV cache of the config's seq positions: the logits [1, V] of one
-     * new token at position P, and every layer's cache with row P set to its key and value.
-     * Inputs: {@code id} [1] (I64), {@code pos} [1] (I64, = P), {@code cos}, {@code sin} [1, hd/2]
-     * (row P of the RoPE tables), {@code mask} [1, L] (0 at positions ≤ P, −1e9 after), each
-     * weight, and {@code l<k>_k_cache}, {@code l<k>_v_cache} [L, KV·hd]. Result: (logits,
-     * l0_k_cache', l0_v_cache', …).
+     * One decode step against a KV cache of the config's seq positions L: the logits [1, V] of one
+     * new token at position P, and every layer's cache with position P set to its key and value.
+     * Inputs: {@code id} [1] (I64), {@code cos}, {@code sin} [1, hd/2] (row P of the RoPE tables),
+     * {@code mask} [1, L] (0 at positions ≤ P, −1e9 after), {@code onehot} [1, L] (1 at P, else 0),
+     * and {@code l<k>_k_cache} [KV, hd, L] (keys, transposed), {@code l<k>_v_cache} [KV, L, hd].
+     * The weights are literals of the program (given once: an input would be copied into the plan
+     * at every step, which on medium cost more than the step). Result: (logits, l0_k_cache',
+     * l0_v_cache', …), the caches updated in place by the plan when carried.
      *
-     * <p>Attention is written in the vocabulary: scores q·Kᵀ per kv group by matmul, × 1/√hd, +
+     * <p>Attention is written in the vocabulary: per kv group the scores q·K by matmul, × 1/√hd, +
      * mask, softmax, @ V. That is the fused attention's arithmetic step for step (one fma chain per
      * score and per output from −0.0, the same max, exps and sum order; masked positions add exact
-     * zeros), so the logits equal the window program's row P bit for bit.
+     * zeros), so the logits equal the window program's row P bit for bit. The new key and value go
+     * in as cache·(1 − onehot) + new·onehot, elementwise (exact: a product by 1 or 0, then a sum
+     * with ±0): the plan has native kernels for that, where set_rows would take its generic one.
      */
-    public static Program decodeStep(Config c) {
-        int l = c.seq(), d = c.dModel(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads(), g = c.groups();
-        long width = (long) kv * hd;
+    public static Program decodeStep(Config c, Map<String, kina.eval.Tensor> weights) {
+        int l = c.seq(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads(), g = c.groups();
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " decode step>");
         Var id = b.input("id", TensorType.host(DType.I64, 1));
-        Var pos = b.input("pos", TensorType.host(DType.I64, 1));
         Var cos = b.input("cos", f32(1, hd / 2)), sin = b.input("sin", f32(1, hd / 2));
         Var mask = b.input("mask", f32(1, l));
+        Var onehot = b.input("onehot", f32(1, l));
         Map<String, Var> w = new HashMap<>();
-        for (Weight wt : weights(c)) w.put(wt.name(), b.input(wt.name(), f32(wt.shape())));
+        for (Weight wt : weights(c)) {
+            kina.eval.Tensor t = weights.get(wt.name());
+            if (t == null || !t.type().equals(f32(wt.shape()))) throw new IllegalArgumentException("weight " + wt.name() + " missing or not " + f32(wt.shape()));
+            w.put(wt.name(), b.let(wt.name(), b.literal(t.type(), new Payload(t.floats()))));
+        }
+        Shape scores = new Shape(kv, g, l), kShape = new Shape(kv, hd, l), vShape = new Shape(kv, l, hd);
         List<Var> caches = new ArrayList<>();
-        for (int k = 0; k < c.layers(); k++)
-            for (String s : new String[] {"k", "v"}) caches.add(b.input("l" + k + "_" + s + "_cache", f32(l, width)));
-        Shape scores = new Shape(kv, g, l);
+        for (int k = 0; k < c.layers(); k++) {
+            caches.add(b.input("l" + k + "_k_cache", f32(kShape.dims())));
+            caches.add(b.input("l" + k + "_v_cache", f32(vShape.dims())));
+        }
         Var alpha = b.let("alpha", b.literal(f32(1, 1, 1), new Payload(1.0 / StrictMath.sqrt(hd))));
         Var alphaB = b.let("alpha_b", b.broadcast(alpha, scores));
         Var maskB = b.let("mask_b", b.broadcast(b.reshape(mask, new Shape(1, 1, l)), scores));
+        Var keep = b.let("keep", b.sub(b.fill(f32(1, l), 1.0), onehot));
+        Var keepK = b.let("keep_k", b.broadcast(b.reshape(keep, new Shape(1, 1, l)), kShape));
+        Var putK = b.let("put_k", b.broadcast(b.reshape(onehot, new Shape(1, 1, l)), kShape));
+        Var keepV = b.let("keep_v", b.broadcast(b.reshape(keep, new Shape(1, l, 1)), vShape));
+        Var putV = b.let("put_v", b.broadcast(b.reshape(onehot, new Shape(1, l, 1)), vShape));
         Var x = b.let("x0", b.gather(w.get("emb"), id));                                       // [1, D]
         List<Var> out = new ArrayList<>();
         int step = 0;
@@ -314,16 +328,16 @@ public final class StoryLm {
             Var v = b.let(pre + "v", b.matmul(hn, w.get(pre + "wv")));
             Var qr = b.let(pre + "qr", b.rope(q, cos, sin, h, 0, 0));
             Var kr = b.let(pre + "kr", b.rope(kk, cos, sin, kv, 0, 0));
-            Var kc = b.let(pre + "k_cache_new", b.setRows(caches.get(2 * k), pos, kr));
-            Var vc = b.let(pre + "v_cache_new", b.setRows(caches.get(2 * k + 1), pos, v));
+            Var kNew = b.broadcast(b.reshape(kr, new Shape(kv, hd, 1)), kShape);
+            Var kc = b.let(pre + "k_cache_new", b.add(b.mul(caches.get(2 * k), keepK), b.mul(kNew, putK)));
+            Var vNew = b.broadcast(b.reshape(v, new Shape(kv, 1, hd)), vShape);
+            Var vc = b.let(pre + "v_cache_new", b.add(b.mul(caches.get(2 * k + 1), keepV), b.mul(vNew, putV)));
             out.add(kc);
             out.add(vc);
             Var q3 = b.let(pre + "q3", b.reshape(qr, new Shape(kv, g, hd)));                     // query head kv·G + g
-            Var kt = b.let(pre + "kt", b.transpose(b.reshape(kc, new Shape(l, kv, hd)), new kina.ir.Perm(1, 2, 0)));
-            Var s = b.let(pre + "s", b.add(b.mul(b.matmul(q3, kt), alphaB), maskB));          // [KV, G, L]
+            Var s = b.let(pre + "s", b.add(b.mul(b.matmul(q3, kc), alphaB), maskB));          // [KV, G, L]
             Var p = b.let(pre + "p", b.softmax(s, 2));
-            Var v3 = b.let(pre + "v3", b.transpose(b.reshape(vc, new Shape(l, kv, hd)), new kina.ir.Perm(1, 0, 2)));
-            Var att = b.let(pre + "att", b.reshape(b.matmul(p, v3), new Shape(1, (long) h * hd)));
+            Var att = b.let(pre + "att", b.reshape(b.matmul(p, vc), new Shape(1, (long) h * hd)));
             Var o = b.let(pre + "o", b.matmul(att, w.get(pre + "wo")));
             x = b.let("x" + (++step), b.add(x, o));
             if (c.mlpHidden() > 0) {

@@ -57,10 +57,10 @@ class SamplerTest {
         int[] text = new int[t];
         for (int i = 0; i < t; i++) text[i] = r.nextInt(v);
         Sampler kv = new Sampler(c, w), full = new Sampler(c, w, Sampler.Mode.FULL_WINDOW);
-        double[] window = full.runWindow(text, 0, t).getFirst().floats();
-        kv.runWindow(text, 0, 1);                             // prefill the first token only
+        double[] window = full.prefill(text, 0, t).floats();
+        kv.prefill(text, 0, 1);                               // the first token only
         for (int p = 1; p < t; p++) {
-            double[] got = kv.decodeLogits(text[p], p);
+            double[] got = kv.decode(text[p], p);
             for (int j = 0; j < v; j++)
                 assertThat(Double.doubleToRawLongBits(got[j])).as("position %d, logit %d: %s vs %s", p, j, got[j], window[p * v + j])
                         .isEqualTo(Double.doubleToRawLongBits(window[p * v + j]));
