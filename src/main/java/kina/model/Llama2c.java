@@ -32,6 +32,9 @@ public final class Llama2c {
     /** A model read back: its config and kina's weights, and whether the file shared the classifier. */
     public record Model(Config config, Map<String, Tensor> weights, boolean sharedClassifier) {}
 
+    /** The first int32 of llama2.c's newer (version 1 and 2) files: "ak42". */
+    static final int MAGIC = 0x616b3432;
+
     /** The rope base and ε run.c hard-codes. */
     public static final double ROPE_BASE = 10000, EPS = 1e-5;
 
@@ -104,6 +107,9 @@ public final class Llama2c {
     public static Model read(String where, byte[] file, String name) {
         if (file.length < 28) throw new DataError(where, "not a llama2.c model.bin: " + file.length + " bytes, shorter than its 28-byte header");
         ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+        if (b.getInt(0) == MAGIC)
+            throw new DataError(where, "llama2.c's version " + b.getInt(4) + " format (magic \"ak42\"); kina reads the legacy v0 format "
+                    + "(llama2.c's export.py --version 0)");
         int d = b.getInt(), f = b.getInt(), layers = b.getInt(), h = b.getInt(), kv = b.getInt(), vs = b.getInt(), seq = b.getInt();
         boolean shared = vs > 0;
         int v = Math.abs(vs);
@@ -121,8 +127,7 @@ public final class Llama2c {
         long need = 28 + 4 * ((long) v * d * (shared ? 1 : 2) + (long) layers * (2L * d + 2L * h * hd * d + 2L * kv * hd * d + 3L * f * d)
                 + d + (long) seq * hd);
         if (file.length != need)
-            throw new DataError(where, file.length + " bytes, but its header (" + header + ") needs " + need
-                    + (file.length > need ? " (a newer llama2.c version? kina reads the legacy v0 format)" : ""));
+            throw new DataError(where, file.length + " bytes, but its header (" + header + ") needs " + need);
         Map<String, Tensor> w = new LinkedHashMap<>();
         Map<String, long[]> shapes = new LinkedHashMap<>();
         for (StoryLm.Weight wt : StoryLm.weights(c)) shapes.put(wt.name(), wt.shape());

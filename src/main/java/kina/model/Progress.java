@@ -18,7 +18,9 @@ import me.tongfei.progressbar.ProgressBarStyle;
  * <p>Tokens per second and the ETA are measured over a recent window (the last tenth of the
  * time since this Progress began, at most {@link #MAX_WINDOW_NANOS}), not from the start: the
  * first steps run while the JIT compiles the kernels, and an average over them put the early
- * ETA minutes off. They count only this Progress's own steps, so a resumed run reports its speed.
+ * ETA minutes off. While the speed is still rising (the window's newer half more than a fifth
+ * faster than its older half) the ETA is not known yet and shows as {@code -}. Both count only
+ * this Progress's own steps, so a resumed run reports its own speed.
  */
 public final class Progress implements AutoCloseable {
     public enum Mode {
@@ -77,6 +79,7 @@ public final class Progress implements AutoCloseable {
                     .setStyle(ProgressBarStyle.COLORFUL_UNICODE_BLOCK)
                     .setConsumer(new ConsoleProgressBarConsumer(out))
                     .setUpdateIntervalMillis(250)
+                    .setEtaFunction(_ -> java.util.Optional.ofNullable(eta()))
                     .build();
             case LINES, OFF -> null;
         };
@@ -126,11 +129,26 @@ public final class Progress implements AutoCloseable {
         return perStep > 0 ? tokensPerStep / (perStep / 1e9) : 0;
     }
 
-    /** The estimated time to the last step at the recent window's speed, or null before the first step. */
+    /**
+     * The estimated time to the last step at the recent window's speed; null before the first
+     * step and while the speed is still rising (the JIT warming up).
+     */
     public Duration eta() {
         double perStep = nanosPerStep();
-        if (perStep < 0) return null;
+        if (perStep < 0 || rising()) return null;
         return Duration.ofNanos((long) (perStep * Math.max(0, total - lastStep)));
+    }
+
+    /** Whether the window's newer half ran more than a fifth faster per step than its older half. */
+    private boolean rising() {
+        if (recent.size() < 3) return false;
+        long[] a = recent.getFirst(), z = recent.getLast();
+        long mid = a[0] + (z[0] - a[0]) / 2;
+        long[] m = null;
+        for (long[] s : recent) if (s[0] <= mid) m = s;                 // the last sample at or before the middle
+        if (m == null || m == a || m == z || m[1] == a[1] || z[1] == m[1]) return false;
+        double older = (double) (m[0] - a[0]) / (m[1] - a[1]), newer = (double) (z[0] - m[0]) / (z[1] - m[1]);
+        return newer < 0.8 * older;
     }
 
     /** Nanoseconds per step over the window, from its oldest sample to the newest; −1 before the first step. */

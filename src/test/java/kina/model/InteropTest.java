@@ -106,6 +106,10 @@ class InteropTest {
                 .hasMessage("m.bin: not a llama2.c model.bin: 20 bytes, shorter than its 28-byte header");
         assertThatThrownBy(() -> Llama2c.read("m.bin", java.util.Arrays.copyOf(f, f.length - 4), "m")).isInstanceOf(DataError.class)
                 .hasMessage("m.bin: 128152 bytes, but its header (dim 32, hidden_dim 48, n_layers 2, n_heads 4, n_kv_heads 2, vocab_size -256, seq_len 16) needs 128156");
+        byte[] v1 = f.clone();
+        ByteBuffer.wrap(v1).order(ByteOrder.LITTLE_ENDIAN).putInt(0, 0x616b3432).putInt(4, 1);
+        assertThatThrownBy(() -> Llama2c.read("m.bin", v1, "m")).isInstanceOf(DataError.class)
+                .hasMessage("m.bin: llama2.c's version 1 format (magic \"ak42\"); kina reads the legacy v0 format (llama2.c's export.py --version 0)");
         byte[] odd = f.clone();
         ByteBuffer.wrap(odd).order(ByteOrder.LITTLE_ENDIAN).putInt(12, 3);       // 3 heads of 32 / 3
         assertThatThrownBy(() -> Llama2c.read("m.bin", odd, "m")).isInstanceOf(DataError.class).hasMessageContaining("n_heads 3");

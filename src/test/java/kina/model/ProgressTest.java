@@ -51,6 +51,23 @@ class ProgressTest {
         }
     }
 
+    /** While each window runs faster than the one before (the JIT at work), the ETA is not guessed. */
+    @Test void noEtaWhileTheSpeedIsStillRising() {
+        try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 1000, 100, 10, out, clock::get)) {
+            for (int s = 1; s <= 30; s++) {
+                clock.addAndGet(400_000_000L / s);           // every step faster than the last
+                p.update(s, 1, Double.NaN);
+            }
+            assertThat(p.eta()).isNull();
+            assertThat(printed().lines().toList().getLast()).endsWith("eta -");
+            for (int s = 31; s <= 300; s++) {
+                clock.addAndGet(10_000_000L);                // settled at 10 ms a step
+                p.update(s, 1, Double.NaN);
+            }
+            assertThat(p.eta().toSeconds()).isEqualTo(7);
+        }
+    }
+
     @Test void offPrintsNothing() {
         try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 10, 1, 1, out, clock::get)) {
             for (int s = 1; s <= 10; s++) p.update(s, 1, 1);
