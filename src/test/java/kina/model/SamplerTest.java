@@ -73,11 +73,12 @@ class SamplerTest {
         Map<String, Tensor> w = Trainer.init(c, 3);
         int[] prompt = {'A', ' '};
         List<Integer> a = new ArrayList<>(), b = new ArrayList<>();
-        new Sampler(c, w).generate(prompt, c.seq() - prompt.length, 0.9, 20, 42, a::add);
+        Sampler kv = new Sampler(c, w);
+        kv.generate(prompt, c.seq() - prompt.length, 0.9, 20, 42, a::add);
         new Sampler(c, w, Sampler.Mode.FULL_WINDOW).generate(prompt, c.seq() - prompt.length, 0.9, 20, 42, b::add);
         assertThat(a).isEqualTo(b);
         List<Integer> past = new ArrayList<>();
-        int[] all = new Sampler(c, w).generate(prompt, 2 * c.seq() + 5, 0.9, 20, 42, past::add);
+        int[] all = kv.generate(prompt, 2 * c.seq() + 5, 0.9, 20, 42, past::add);   // a new generation prefills afresh
         assertThat(past).hasSize(2 * c.seq() + 5).startsWith(a.toArray(Integer[]::new));
         assertThat(all).hasSize(prompt.length + 2 * c.seq() + 5);
     }
