@@ -18,8 +18,9 @@ import me.tongfei.progressbar.ProgressBarStyle;
  * <p>Tokens per second and the ETA are measured over a recent window (the last tenth of the
  * time since this Progress began, at most {@link #MAX_WINDOW_NANOS}), not from the start: the
  * first steps run while the JIT compiles the kernels, and an average over them put the early
- * ETA minutes off. While the speed is still rising (the window's newer half more than a fifth
- * faster than its older half) the ETA is not known yet and shows as {@code -}. Both count only
+ * ETA minutes off. Until two steps are measured, and while the speed is still rising (the
+ * window's newer half more than a fifth faster than its older half), the ETA is not known yet and
+ * shows as {@code -}. Both count only
  * this Progress's own steps, so a resumed run reports its own speed.
  */
 public final class Progress implements AutoCloseable {
@@ -47,6 +48,8 @@ public final class Progress implements AutoCloseable {
 
     /** The longest window the speed is measured over. */
     public static final long MAX_WINDOW_NANOS = 30_000_000_000L;
+    /** The fewest updates the window keeps (a slow run's window then still spans several steps). */
+    static final int MIN_SAMPLES = 5;
     private long lastStep;
     private double lastLoss = Double.NaN, lastVal = Double.NaN;
     private boolean lastPrinted = true;
@@ -101,8 +104,8 @@ public final class Progress implements AutoCloseable {
         lastStep = step;
         long now = nanos.getAsLong(), window = Math.min(MAX_WINDOW_NANOS, (now - t0) / 10);
         recent.add(new long[] {now, step});
-        // keep the newest sample before the window, so the window always spans at least one step
-        while (recent.size() > 2) {
+        // keep the newest sample before the window, and at least MIN_SAMPLES, so the window spans a few steps
+        while (recent.size() > MIN_SAMPLES) {
             java.util.Iterator<long[]> it = recent.iterator();
             it.next();
             if (it.next()[0] > now - window) break;
@@ -130,12 +133,13 @@ public final class Progress implements AutoCloseable {
     }
 
     /**
-     * The estimated time to the last step at the recent window's speed; null before the first
-     * step and while the speed is still rising (the JIT warming up).
+     * The estimated time to the last step at the recent window's speed; null until two steps are
+     * measured and while the speed is still rising (the JIT warming up).
      */
     public Duration eta() {
         double perStep = nanosPerStep();
-        if (perStep < 0 || rising()) return null;
+        if (perStep >= 0 && lastStep >= total) return Duration.ZERO;
+        if (perStep < 0 || recent.size() < 3 || rising()) return null;
         return Duration.ofNanos((long) (perStep * Math.max(0, total - lastStep)));
     }
 

@@ -33,9 +33,13 @@ class ProgressTest {
             clock.set(2_000_000_000L);
             p.update(550, 1.5, Double.NaN);
             assertThat(p.tokensPerSecond()).isEqualTo(2500.0);
-            assertThat(p.eta().toSeconds()).isEqualTo(18);
+            assertThat(p.eta()).as("one update: no ETA yet").isNull();
+            clock.set(4_000_000_000L);
+            p.update(600, 1.4, Double.NaN);
+            assertThat(p.eta().toSeconds()).isEqualTo(16);
         }
-        assertThat(printed()).isEqualTo("step  550/1000  loss 1.5000  val -  2500 tok/s  eta 0:00:18\n");
+        assertThat(printed()).isEqualTo("step  550/1000  loss 1.5000  val -  2500 tok/s  eta -\n"
+                + "step  600/1000  loss 1.4000  val -  2500 tok/s  eta 0:00:16\n");
     }
 
     /** A slow start (the JIT warming up) does not stay in the speed: it is measured over a recent window. */
@@ -65,6 +69,16 @@ class ProgressTest {
                 p.update(s, 1, Double.NaN);
             }
             assertThat(p.eta().toSeconds()).isEqualTo(7);
+        }
+    }
+
+    @Test void theLastStepLeavesNothing() {
+        try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 10, 100, 1, out, clock::get)) {
+            for (int s = 1; s <= 10; s++) {
+                clock.addAndGet(1_000_000_000L / s);          // still speeding up at the end
+                p.update(s, 1, Double.NaN);
+            }
+            assertThat(p.eta()).isEqualTo(java.time.Duration.ZERO);
         }
     }
 
