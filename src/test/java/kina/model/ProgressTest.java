@@ -45,10 +45,7 @@ class ProgressTest {
     /** A slow start (the JIT warming up) does not stay in the speed: it is measured over a recent window. */
     @Test void theSpeedAndEtaComeFromARecentWindowNotTheWarmUp() {
         try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 1000, 100, 50, out, clock::get)) {
-            for (int s = 1; s <= 200; s++) {
-                clock.addAndGet(s <= 40 ? 200_000_000L : 10_000_000L);   // 40 steps of 200 ms, then 10 ms a step
-                p.update(s, 1, Double.NaN);
-            }
+            steps(p, 1, 200, s -> s <= 40 ? 200_000_000L : 10_000_000L);   // 40 steps of 200 ms, then 10 ms a step
             // 9.6 s so far; a running average would say 48 ms a step (2083 tok/s, eta 38 s)
             assertThat(p.tokensPerSecond()).isEqualTo(10_000.0, org.assertj.core.data.Offset.offset(1e-6));
             assertThat(p.eta().toSeconds()).isEqualTo(8);
@@ -58,27 +55,26 @@ class ProgressTest {
     /** While each window runs faster than the one before (the JIT at work), the ETA is not guessed. */
     @Test void noEtaWhileTheSpeedIsStillRising() {
         try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 1000, 100, 10, out, clock::get)) {
-            for (int s = 1; s <= 30; s++) {
-                clock.addAndGet(400_000_000L / s);           // every step faster than the last
-                p.update(s, 1, Double.NaN);
-            }
+            steps(p, 1, 30, s -> 400_000_000L / s);          // every step faster than the last
             assertThat(p.eta()).isNull();
             assertThat(printed().lines().toList().getLast()).endsWith("eta -");
-            for (int s = 31; s <= 300; s++) {
-                clock.addAndGet(10_000_000L);                // settled at 10 ms a step
-                p.update(s, 1, Double.NaN);
-            }
+            steps(p, 31, 300, _ -> 10_000_000L);             // settled at 10 ms a step
             assertThat(p.eta().toSeconds()).isEqualTo(7);
         }
     }
 
     @Test void theLastStepLeavesNothing() {
         try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 10, 100, 1, out, clock::get)) {
-            for (int s = 1; s <= 10; s++) {
-                clock.addAndGet(1_000_000_000L / s);          // still speeding up at the end
-                p.update(s, 1, Double.NaN);
-            }
+            steps(p, 1, 10, s -> 1_000_000_000L / s);         // still speeding up at the end
             assertThat(p.eta()).isEqualTo(java.time.Duration.ZERO);
+        }
+    }
+
+    /** Steps from … to of Progress p, step s taking nanos(s). */
+    private void steps(Progress p, int from, int to, java.util.function.LongUnaryOperator nanos) {
+        for (int s = from; s <= to; s++) {
+            clock.addAndGet(nanos.applyAsLong(s));
+            p.update(s, 1, Double.NaN);
         }
     }
 
