@@ -66,14 +66,16 @@ public final class StoryLm {
 
     private static TensorType ids(int batch, int t) { return TensorType.host(DType.I64, batch, t); }
 
+    /** What the forward fn answers: the mean NLL, the summed NLL (nats), the logits, or the logits and every layer's keys and values. */
+    enum Output { LOSS, SUMMED, LOGITS, PREFILL }
+
     /**
      * The forward fn, bound by {@code b}: {@code storylm_loss(ids, targets, weights…)} (mean NLL,
-     * [1, 1]) or {@code storylm_logits(ids, weights…)} ([B·T, V]).
+     * [1, 1]), {@code storylm_logits(ids, weights…)} ([B·T, V]) or {@code storylm_prefill(ids,
+     * weights…)} (logits and, per layer, the rotated keys and the values [T, KV·hd], batch 1).
      */
-    static Var forwardFn(ProgramBuilder b, Config c, int batch, boolean loss) { return forwardFn(b, c, batch, loss, false); }
-
-    /** {@link #forwardFn}; with {@code summed}, {@code storylm_loss} answers the summed NLL (nats, [1, 1]) instead of the mean. */
-    static Var forwardFn(ProgramBuilder b, Config c, int batch, boolean loss, boolean summed) {
+    static Var forwardFn(ProgramBuilder b, Config c, int batch, Output what) {
+        boolean loss = what == Output.LOSS || what == Output.SUMMED;
         int t = c.seq(), d = c.dModel(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads();
         long n = (long) batch * t;
         List<Weight> ws = weights(c);
@@ -81,7 +83,8 @@ public final class StoryLm {
         ps.add(new Param("ids", ids(batch, t)));
         if (loss) ps.add(new Param("targets", TensorType.host(DType.I64, n)));
         for (Weight w : ws) ps.add(new Param(w.name(), f32(w.shape())));
-        return b.fn(loss ? "storylm_loss" : "storylm_logits", ps, p -> {
+        List<Var> cache = new ArrayList<>();
+        return b.fn(switch (what) { case LOSS -> "storylm_loss"; case LOGITS -> "storylm_logits"; case PREFILL -> "storylm_prefill"; }, ps, p -> {
             Map<String, Var> w = new HashMap<>();
             for (int i = 0; i < ws.size(); i++) w.put(ws.get(i).name(), p.get(p.size() - ws.size() + i));
             // The RoPE tables are inputs of the body, not parameters: constants, not differentiated.
@@ -100,6 +103,10 @@ public final class StoryLm {
                 }
                 Var qr = b.let(pre + "qr", b.rope(qkv.get("q"), cos, sin, h, 0, 0));   // half-split pairs
                 Var kr = b.let(pre + "kr", b.rope(qkv.get("k"), cos, sin, kv, 0, 0));
+                if (what == Output.PREFILL) {                                            // the decode step's layouts
+                    cache.add(b.let(pre + "k_cache", b.transpose(b.reshape(kr, new Shape(t, kv, hd)), new Perm(1, 2, 0))));           // [KV, hd, T]
+                    cache.add(b.let(pre + "v_cache", b.transpose(b.reshape(qkv.get("v"), new Shape(t, kv, hd)), new Perm(1, 0, 2)))); // [KV, T, hd]
+                }
                 Var att = b.let(pre + "att", b.attention(qr, kr, qkv.get("v"), Optional.empty(), causal(c, 0)));
                 Var att2 = b.let(pre + "att2", b.reshape(att, new Shape(n, (long) h * hd)));
                 Var o2 = b.let(pre + "o2", b.matmul(att2, w.get(pre + "wo")));
@@ -119,13 +126,18 @@ public final class StoryLm {
             Var xf = b.let("xf", b.rmsnorm(x, Optional.of(w.get("final_norm")), Optional.empty(), c.eps()));
             Var xf2 = b.let("xf2", b.reshape(xf, new Shape(n, d)));
             Var logits = b.let("logits", b.matmul(xf2, w.get("lm_head")));               // [B·T, V]
+            if (what == Output.PREFILL) {
+                List<Var> out = new ArrayList<>(List.of(logits));
+                out.addAll(cache);
+                return b.tuple(out);
+            }
             if (!loss) return logits;
             Var lp = b.let("lp", b.logSoftmax(logits, 1));
             Var picked = b.let("picked", b.takeAlongAxis(lp, p.get(1), 1));              // log-likelihood of each next token
             Var nll = b.let("nll", b.neg(picked));
             Var total = b.let("total", b.sum(nll, 0, true));
             Var total2 = b.let("total2", b.reshape(total, new Shape(1, 1)));
-            if (summed) return total2;                                                  // summed NLL, nats
+            if (what == Output.SUMMED) return total2;                                   // summed NLL, nats
             Var invN = b.let("inv_n", b.literal(f32(1, 1), new Payload(1.0 / n)));
             return b.let("loss", b.mul(total2, invN));                                   // mean NLL, nats per token
         });
@@ -154,7 +166,7 @@ public final class StoryLm {
     public static Program trainStep(Config c, int batch, Optimizer opt) {
         if (c.toy()) throw new ConfigError(c.name(), "the toy config has its own program (examples/storylm0_train_step.kina); train on text needs vocab 256");
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " train step>");
-        Var f = forwardFn(b, c, batch, true);
+        Var f = forwardFn(b, c, batch, Output.LOSS);
         Inputs in = inputs(b, c, batch, true);
         Map<String, List<Var>> state = new LinkedHashMap<>();
         for (String st : opt.state()) {
@@ -182,7 +194,7 @@ public final class StoryLm {
     public static Program gradientStep(Config c, int rows) {
         if (c.toy()) throw new ConfigError(c.name(), "the toy config has its own program (examples/storylm0_train_step.kina); train on text needs vocab 256");
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " micro-batch gradient>");
-        Var f = forwardFn(b, c, rows, true, true);
+        Var f = forwardFn(b, c, rows, Output.SUMMED);
         Inputs in = inputs(b, c, rows, true);
         List<String> names = new ArrayList<>(List.of("loss_sum"));
         for (Weight w : in.weights()) names.add("g_" + w.name());
@@ -288,15 +300,105 @@ public final class StoryLm {
     /** The mean NLL alone, for validation: {@code storylm_loss(ids, targets, weights…)}. */
     public static Program lossOnly(Config c, int batch) {
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " loss>");
-        Var f = forwardFn(b, c, batch, true);
+        Var f = forwardFn(b, c, batch, Output.LOSS);
         return b.build(b.call(f, inputs(b, c, batch, true).args()));
     }
 
     /** A forward program for sampling: logits [T, V] of one sequence of ids [1, T]. */
     public static Program logits(Config c) {
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " logits>");
-        Var f = forwardFn(b, c, 1, false);
+        Var f = forwardFn(b, c, 1, Output.LOGITS);
         return b.build(b.call(f, inputs(b, c, 1, false).args()));
+    }
+
+    /**
+     * The window program that fills a KV cache: for ids [1, T], the logits [T, V] and per layer
+     * {@code l<k>_k_cache} (the rotated keys, transposed: [KV, hd, T]) and {@code l<k>_v_cache} (the
+     * values: [KV, T, hd]), as {@link #decodeStep} keeps them; the same arithmetic as {@link #logits}.
+     */
+    public static Program prefill(Config c) {
+        ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " prefill>");
+        Var f = forwardFn(b, c, 1, Output.PREFILL);
+        return b.build(b.call(f, inputs(b, c, 1, false).args()));
+    }
+
+    /**
+     * One decode step against a KV cache of the config's seq positions L: the logits [1, V] of one
+     * new token at position P, and every layer's cache with position P set to its key and value.
+     * Inputs: {@code id} [1] (I64), {@code cos}, {@code sin} [1, hd/2] (row P of the RoPE tables),
+     * {@code mask} [1, L] (0 at positions ≤ P, −1e9 after), {@code onehot} [1, L] (1 at P, else 0),
+     * and {@code l<k>_k_cache} [KV, hd, L] (keys, transposed), {@code l<k>_v_cache} [KV, L, hd].
+     * The weights are literals of the program (given once: an input would be copied into the plan
+     * at every step, which on medium cost more than the step). Result: (logits, l0_k_cache',
+     * l0_v_cache', …), the caches updated in place by the plan when carried.
+     *
+     * <p>Attention is written in the vocabulary: per kv group the scores q·K by matmul, × 1/√hd, +
+     * mask, softmax, @ V. That is the fused attention's arithmetic step for step (one fma chain per
+     * score and per output from −0.0, the same max, exps and sum order; masked positions add exact
+     * zeros), so the logits equal the window program's row P bit for bit. The new key and value go
+     * in as cache·(1 − onehot) + new·onehot, elementwise (exact: a product by 1 or 0, then a sum
+     * with ±0): the plan has native kernels for that, where set_rows would take its generic one.
+     */
+    public static Program decodeStep(Config c, Map<String, kina.eval.Tensor> weights) {
+        int l = c.seq(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads(), g = c.groups();
+        ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " decode step>");
+        Var id = b.input("id", TensorType.host(DType.I64, 1));
+        Var cos = b.input("cos", f32(1, hd / 2)), sin = b.input("sin", f32(1, hd / 2));
+        Var mask = b.input("mask", f32(1, l));
+        Var onehot = b.input("onehot", f32(1, l));
+        Map<String, Var> w = new HashMap<>();
+        for (Weight wt : weights(c)) {
+            kina.eval.Tensor t = weights.get(wt.name());
+            if (t == null || !t.type().equals(f32(wt.shape()))) throw new IllegalArgumentException("weight " + wt.name() + " missing or not " + f32(wt.shape()));
+            w.put(wt.name(), b.let(wt.name(), b.literal(t.type(), new Payload(t.floats()))));
+        }
+        Shape scores = new Shape(kv, g, l), kShape = new Shape(kv, hd, l), vShape = new Shape(kv, l, hd);
+        List<Var> caches = new ArrayList<>();
+        for (int k = 0; k < c.layers(); k++) {
+            caches.add(b.input("l" + k + "_k_cache", f32(kShape.dims())));
+            caches.add(b.input("l" + k + "_v_cache", f32(vShape.dims())));
+        }
+        Var alpha = b.let("alpha", b.literal(f32(1, 1, 1), new Payload(1.0 / StrictMath.sqrt(hd))));
+        Var alphaB = b.let("alpha_b", b.broadcast(alpha, scores));
+        Var maskB = b.let("mask_b", b.broadcast(b.reshape(mask, new Shape(1, 1, l)), scores));
+        Var keep = b.let("keep", b.sub(b.fill(f32(1, l), 1.0), onehot));
+        Var keepK = b.let("keep_k", b.broadcast(b.reshape(keep, new Shape(1, 1, l)), kShape));
+        Var putK = b.let("put_k", b.broadcast(b.reshape(onehot, new Shape(1, 1, l)), kShape));
+        Var keepV = b.let("keep_v", b.broadcast(b.reshape(keep, new Shape(1, l, 1)), vShape));
+        Var putV = b.let("put_v", b.broadcast(b.reshape(onehot, new Shape(1, l, 1)), vShape));
+        Var x = b.let("x0", b.gather(w.get("emb"), id));                                       // [1, D]
+        List<Var> out = new ArrayList<>();
+        int step = 0;
+        for (int k = 0; k < c.layers(); k++) {
+            String pre = "l" + k + "_";
+            Var hn = b.let(pre + "h", b.rmsnorm(x, Optional.of(w.get(pre + "attn_norm")), Optional.empty(), c.eps()));
+            Var q = b.let(pre + "q", b.matmul(hn, w.get(pre + "wq")));
+            Var kk = b.let(pre + "k", b.matmul(hn, w.get(pre + "wk")));
+            Var v = b.let(pre + "v", b.matmul(hn, w.get(pre + "wv")));
+            Var qr = b.let(pre + "qr", b.rope(q, cos, sin, h, 0, 0));
+            Var kr = b.let(pre + "kr", b.rope(kk, cos, sin, kv, 0, 0));
+            Var kNew = b.broadcast(b.reshape(kr, new Shape(kv, hd, 1)), kShape);
+            Var kc = b.let(pre + "k_cache_new", b.add(b.mul(caches.get(2 * k), keepK), b.mul(kNew, putK)));
+            Var vNew = b.broadcast(b.reshape(v, new Shape(kv, 1, hd)), vShape);
+            Var vc = b.let(pre + "v_cache_new", b.add(b.mul(caches.get(2 * k + 1), keepV), b.mul(vNew, putV)));
+            out.add(kc);
+            out.add(vc);
+            Var q3 = b.let(pre + "q3", b.reshape(qr, new Shape(kv, g, hd)));                     // query head kv·G + g
+            Var s = b.let(pre + "s", b.add(b.mul(b.matmul(q3, kc), alphaB), maskB));          // [KV, G, L]
+            Var p = b.let(pre + "p", b.softmax(s, 2));
+            Var att = b.let(pre + "att", b.reshape(b.matmul(p, vc), new Shape(1, (long) h * hd)));
+            Var o = b.let(pre + "o", b.matmul(att, w.get(pre + "wo")));
+            x = b.let("x" + (++step), b.add(x, o));
+            if (c.mlpHidden() > 0) {
+                Var m = b.let(pre + "m", b.rmsnorm(x, Optional.of(w.get(pre + "mlp_norm")), Optional.empty(), c.eps()));
+                Var act = b.let(pre + "act", b.swiglu(b.matmul(m, w.get(pre + "w_gate")), b.matmul(m, w.get(pre + "w_up"))));
+                x = b.let("x" + (++step), b.add(x, b.matmul(act, w.get(pre + "w_down"))));
+            }
+        }
+        Var xf = b.let("xf", b.rmsnorm(x, Optional.of(w.get("final_norm")), Optional.empty(), c.eps()));
+        Var logits = b.let("logits", b.matmul(xf, w.get("lm_head")));                          // [1, V]
+        out.addFirst(logits);
+        return b.build(b.tuple(out));
     }
 
     /** The top-level inputs: ids, targets (when asked) and each weight, in the forward fn's parameter order. */

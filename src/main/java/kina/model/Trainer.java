@@ -41,20 +41,37 @@ public final class Trainer {
      * What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot.
      * {@code microBatches}: 0 for one program per step (the default), else M, the micro-batches of a
      * step ({@link MicroBatchJob}); {@code workers}: who computes their gradients (null: this
-     * process, with {@code engine}), used only when M ≥ 1.
+     * process, with {@code engine}), used only when M ≥ 1. The config's vocab is the tokenizer's.
      */
     public record Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                           int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
-                          Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers) {
-        /** The options with one program per step. */
+                          Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers,
+                          Tokenizer tokenizer) {
+        /** The options with one program per step, over {@code tokenizer}'s ids. */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine, Tokenizer tokenizer) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, 0, null, tokenizer);
+        }
+
+        /** The options over byte-level text, with micro-batches {@code microBatches} and {@code workers}. */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, microBatches, workers, new ByteTokenizer());
+        }
+
+        /** The options with one program per step, for byte-level text. */
         public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                        int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
                        Progress.Mode progress, Engine engine) {
             this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
-                    resume, progress, engine, 0, null);
+                    resume, progress, engine, 0, null, new ByteTokenizer());
         }
 
-        /** The options with the default engine (the compiled plan). */
+        /** The options with the default engine (the compiled plan), for byte-level text. */
         public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                        int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
                        Progress.Mode progress) {
@@ -188,10 +205,15 @@ public final class Trainer {
         this.corpus = corpus;
         this.c = options.config();
         if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium or --config FILE.json)");
-        if (c.vocab() != ByteTokenizer.VOCAB) throw new ConfigError(c.name(), "vocab must be " + ByteTokenizer.VOCAB + " for byte-level text, got " + c.vocab());
+        Tokenizer tok = options.tokenizer();
+        if (c.vocab() != tok.vocab())
+            throw new ConfigError(c.name(), "vocab must be " + tok.vocab() + " for the " + (tok instanceof ByteTokenizer ? "byte-level" : "BPE")
+                    + " tokenizer, got " + c.vocab());
         if (o.microBatches() < 0) throw new kina.ir.KinaException(null, "--micro-batches " + o.microBatches() + ": must be a power of two (1, 2, 4, …)");
         if (o.microBatches() > 0) MicroBatchJob.check(o.batch(), o.microBatches());
         else if (o.workers() != null) throw new IllegalArgumentException("workers need micro-batches (M >= 1)");
+        if (o.microBatches() > 0 && !(tok instanceof ByteTokenizer))
+            throw new kina.ir.KinaException(null, "--micro-batches with --tokenizer bpe: the micro-batch tree reads byte-level text only; train the BPE without --micro-batches");
         this.weights = StoryLm.weights(c);
         Tensor[] tables = ropeTables(c);
         this.cos = tables[0];
@@ -266,7 +288,10 @@ public final class Trainer {
             if (!ck.state().config().equals(c))
                 throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
             ck.requireWeights(types(""));
-            ck.requireMoments(stateTypes());
+            if (!(ck.moments().isEmpty() && ck.state().step() == 0)) ck.requireMoments(stateTypes());   // an import has none yet
+            if (!Checkpoint.sameTokenizer(ck.tokenizer(), o.tokenizer()))
+                throw new CheckpointError(ck.dir(), "was trained with a " + ck.tokenizer().kind() + " tokenizer of " + ck.tokenizer().vocab()
+                        + " ids, not the one given (resume with the checkpoint's tokenizer)");
             long at = ck.state().step();
             if (o.steps() <= at)
                 throw new kina.ir.KinaException(null, "--steps " + o.steps() + " is not beyond the checkpoint's step " + at
@@ -285,7 +310,8 @@ public final class Trainer {
         if (o.out() != null) requireOutDir(o.out());   // created only once the checkpoint is known to fit
         // Validation runs at the micro-batch size too, so a large batch needs no large forward pass.
         Runner eval = o.engine().compile(compile(StoryLm.lossOnly(c, o.batch() / pieces())));
-        Batches valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
+        Batches valid = o.tokenizer() instanceof ByteTokenizer ? corpus.validBatches(o.batch(), c.seq(), o.seed())
+                : corpus.validBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
         Step steps = o.microBatches() == 0 ? new WholeStep() : new TreeStep();   // closed with the progress bar
         Runner step = steps.state();
         double baseline = corpus.unigramEntropyNats();
@@ -296,7 +322,7 @@ public final class Trainer {
         long start = 0;
         if (ck != null) {
             w.putAll(ck.weights());
-            state.putAll(ck.moments());
+            state.putAll(ck.moments().isEmpty() ? zeroMoments(c, o.optimizer()) : ck.moments());
             start = ck.state().step();
             trainCurve.addAll(ck.state().trainLoss());
             valCurve.addAll(ck.state().valLoss());
@@ -402,17 +428,30 @@ public final class Trainer {
         return m;
     }
 
-    /** Mean validation loss over the fixed validation batches (each in {@link #pieces} equal parts). */
+    /**
+     * Mean validation loss over the fixed validation batches (each in {@link #pieces} equal parts),
+     * in nats per byte: for bytes the mean of the parts' losses; for a BPE the summed NLL over the
+     * bytes the targets stand for.
+     */
     double validate(Runner eval, Batches valid, Map<String, Tensor> w) {
-        double sum = 0;
+        double sum = 0, nll = 0, bytes = 0;
         int n = pieces(), rows = o.batch() / n;
         for (int i = 0; i < o.evalBatches(); i++)
             for (int j = 0; j < n; j++) {
                 Map<String, Tensor> in = new HashMap<>(w);
-                batchInputs(valid.rows(i, j * rows, (j + 1) * rows), in);
-                sum += eval.run(in).getFirst().floats()[0];
+                Batches.Batch b = valid.rows(i, j * rows, (j + 1) * rows);
+                batchInputs(b, in);
+                double loss = eval.run(in).getFirst().floats()[0];
+                sum += loss;
+                nll += loss * ((long) rows * c.seq());
+                bytes += b.targetBytes();
             }
-        return sum / ((double) o.evalBatches() * n);
+        return o.tokenizer() instanceof ByteTokenizer ? sum / ((double) o.evalBatches() * n) : nll / bytes;
+    }
+
+    /** A batch's mean NLL per token in nats per byte (bytes: as it is). */
+    private double perByte(double lossPerToken, Batches.Batch b) {
+        return o.tokenizer() instanceof ByteTokenizer ? lossPerToken : lossPerToken * ((long) o.batch() * c.seq()) / b.targetBytes();
     }
 
     private static String stepKind(int microBatches) {
@@ -439,13 +478,15 @@ public final class Trainer {
     /** One program per step: forward, gradients, clipping and update together. */
     private final class WholeStep implements Step {
         final Runner step = o.engine().compile(compile(StoryLm.trainStep(c, o.batch(), o.optimizer())));
-        final Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
+        final Batches train = o.tokenizer() instanceof ByteTokenizer ? corpus.trainBatches(o.batch(), c.seq(), o.seed())
+                : corpus.trainBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
 
         public Runner state() { return step; }
 
         public double run(long s, Map<String, Tensor> in) {
-            batchInputs(train.at(s), in);
-            return step.run(in).getFirst().floats()[0];   // (loss, grad_norm): the rest is carried
+            Batches.Batch batch = train.at(s);
+            batchInputs(batch, in);
+            return perByte(step.run(in).getFirst().floats()[0], batch);   // (loss, grad_norm): the rest is carried
         }
 
         public String describe() { return ""; }
@@ -517,7 +558,7 @@ public final class Trainer {
         }
         Checkpoint.State st = new Checkpoint.State(c, o.optimizer() instanceof Optimizer.AdamW ? "adamw" : "sgd", hyper, step,
                 o.seed(), corpus.name(), corpus.sha256(), train, val, Map.of("optimizer", o.optimizer().describe()));
-        return Checkpoint.save(o.out(), st, w, state);
+        return Checkpoint.save(o.out(), st, w, state, o.tokenizer());
     }
 
     Map<String, TensorType> types(String prefix) {
