@@ -190,7 +190,7 @@ class MutatedSourceFuzzTest {
                 });
             }
             case 9 -> {                                                                    // a long identifier, everywhere or once
-                List<Integer> ids = where(t, x -> Character.isLetter(x.charAt(0)) && !kina.syntax.Lexer.KEYWORDS.contains(x));
+                List<Integer> ids = where(t, x -> Character.isLetter(x.charAt(0)) && !Syntax.KEYWORDS.contains(x));
                 if (!ids.isEmpty()) {
                     String name = t.get(ids.get(r.nextInt(ids.size())));
                     String longName = name + "_" + "x".repeat(100 + r.nextInt(5_000));
