@@ -94,7 +94,7 @@ final class RunCommand implements Callable<Integer> {
             String name = e.getKey();
             given.put(name, inputs.containsKey(name)
                     ? Inputs.load(name, inputs.get(name), e.getValue())
-                    : Inputs.random(e.getValue(), bounds.getOrDefault(name, 2L), rng));
+                    : Inputs.random(name, e.getValue(), bounds.getOrDefault(name, 2L), rng));
         }
         Interpreter in = new Interpreter(given, new Oracle());
         Value result = in.run(prog);

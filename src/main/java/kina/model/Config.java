@@ -94,6 +94,8 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         String where = json.toString();
         String text;
         try {
+            String big = kina.ir.Limits.tooLarge(Files.size(json));
+            if (big != null) throw new ConfigError(where, big);
             text = Files.readString(json);
         } catch (NoSuchFileException e) {
             throw new ConfigError(where, "file not found");

@@ -57,6 +57,8 @@ public final class SafeTensors {
     /** The bytes of {@code file}; CheckpointError (one line) when it is missing, unreadable or too large. */
     static byte[] bytes(Path file) {
         try {
+            String big = kina.ir.Limits.tooLarge(Files.size(file));
+            if (big != null) throw new CheckpointError(file, big);
             return Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             throw new CheckpointError(file, "file not found");

@@ -269,6 +269,44 @@ public final class Trainer {
         return TransformAd.transform(checked);
     }
 
+    private volatile String stopRequest;
+
+    /**
+     * Asks a running {@link #run} to stop after the step in progress: it checkpoints that step
+     * (when there is an --out) and throws {@link Stopped}. Safe to call from a signal handler's
+     * thread; {@code why} names the cause (e.g. {@code SIGTERM}).
+     */
+    public void requestStop(String why) { stopRequest = why; }
+
+    /**
+     * Training stopped on request after step {@code step} (of {@code steps}); {@code checkpoint} is
+     * where that step was saved, or null without --out. One line, with how to resume.
+     */
+    public static final class Stopped extends kina.ir.KinaException {
+        private final String why;
+        private final long step;
+        private final Path checkpoint;
+
+        Stopped(String why, long step, long steps, Path checkpoint) {
+            super(null, "stopped by " + why + " after step " + step + " of " + steps
+                    + (checkpoint == null ? " (no --out, so nothing was saved)"
+                       : "; checkpoint " + checkpoint + "; resume with: kina train --resume " + checkpoint.getParent()
+                         + " --steps " + steps));
+            this.why = why;
+            this.step = step;
+            this.checkpoint = checkpoint;
+        }
+
+        /** What asked for the stop. */
+        public String why() { return why; }
+
+        /** The last completed step. */
+        public long step() { return step; }
+
+        /** Where that step was saved, or null. */
+        public Path checkpoint() { return checkpoint; }
+    }
+
     /** Trains; prints progress and notes to {@code log}; returns the summary. */
     public Summary run(PrintStream log) {
         return run(log, log);
@@ -372,7 +410,13 @@ public final class Trainer {
                     valCurve.add(new double[] {s + 1, lastVal});
                 }
                 bar.update(s + 1, lastLoss, lastVal);
+                String stop = stopRequest;
+                if (stop != null && !checkpoint && o.out() != null) {     // the step just completed, saved before stopping
+                    now = fetch(step, wNames);
+                    checkpoint = true;
+                }
                 if (checkpoint) lastCk = save(s + 1, now, fetch(step, stateNames), trainCurve, valCurve);
+                if (stop != null && !last) throw new Stopped(stop, s + 1, o.steps(), o.out() == null ? null : lastCk);
             }
         }
         Path plot = null;
