@@ -39,7 +39,7 @@ final class BenchCommand implements Callable<Integer> {
         OptionRange.atLeast("--steps", steps, 1, "timed steps");
         OptionRange.atLeast("--batch", batch, 1, "sequences per step");
         if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");
-        OptionRange.nonNegative("--warmup-seconds", warmup, String.valueOf(warmup), "warm-up seconds before the timed steps");
+        OptionRange.nonNegative("--warmup-seconds", warmup, OptionRange.typed(spec, "--warmup-seconds"), "warm-up seconds before the timed steps");
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (fullWindow && !decode) throw new kina.ir.KinaException(null, "--full-window goes with --decode");
         if (decode) {

@@ -11,6 +11,12 @@ import kina.ir.KinaException;
 final class OptionRange {
     private OptionRange() {}
 
+    /** The text the user gave for {@code option} (as typed, not as parsed), or {@code (default)}. */
+    static String typed(picocli.CommandLine.Model.CommandSpec spec, String option) {
+        var m = spec.commandLine().getParseResult().matchedOption(option);
+        return m == null ? "(default)" : String.join(",", m.stringValues());
+    }
+
     /** {@code value >= min}; {@code what} says what the option is. */
     static void atLeast(String option, long value, long min, String what) {
         if (value < min) throw bad(option, value, "must be a whole number >= " + min, what);

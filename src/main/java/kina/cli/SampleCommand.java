@@ -28,9 +28,10 @@ final class SampleCommand implements Callable<Integer> {
     @Option(names = "--full-window", description = "Rerun the whole window for every token instead of decoding against the KV cache (the same tokens within the window; slower).")
     boolean fullWindow;
     @Mixin Main.Common common;
+    @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        OptionRange.positive("--temperature", temperature, String.valueOf(temperature), "the softmax temperature");
+        OptionRange.positive("--temperature", temperature, OptionRange.typed(spec, "--temperature"), "the softmax temperature");
         OptionRange.atLeast("--tokens", tokens, 0, "tokens to generate");
         OptionRange.atLeast("--top-k", topK, 0, "the k most likely tokens; 0: all");
         if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");

@@ -62,12 +62,6 @@ final class TrainCommand implements Callable<Integer> {
                         + "from Maven Central once, about 220 MB), then run this again"));
     }
 
-    /** The text the user gave for an option (as typed, not as parsed). */
-    private String given(String option) {
-        var m = spec.commandLine().getParseResult().matchedOption(option);
-        return m == null ? "(default)" : String.join(",", m.stringValues());
-    }
-
     @Override public Integer call() {
         boolean configGiven = spec.commandLine().getParseResult().hasMatchedOption("--config");
         Checkpoint.Loaded ck = resume != null ? Checkpoint.load(resume) : null;
@@ -101,10 +95,10 @@ final class TrainCommand implements Callable<Integer> {
         int wu = warmup != null ? warmup : Math.min(100, steps / 10);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         // The options an optimizer does not use (--momentum for adamw, --weight-decay for sgd) are not checked.
-        OptionRange.positive("--lr", peak, given("--lr"), "the peak learning rate");
-        if (opt instanceof Optimizer.Sgd) OptionRange.halfOpen("--momentum", momentum, given("--momentum"), 0, 1, "SGD momentum");
-        if (opt instanceof Optimizer.AdamW) OptionRange.nonNegative("--weight-decay", weightDecay, given("--weight-decay"), "AdamW decoupled weight decay");
-        OptionRange.nonNegative("--clip", clip, given("--clip"), "the global gradient-norm clip; 0: no clipping");
+        OptionRange.positive("--lr", peak, OptionRange.typed(spec, "--lr"), "the peak learning rate");
+        if (opt instanceof Optimizer.Sgd) OptionRange.halfOpen("--momentum", momentum, OptionRange.typed(spec, "--momentum"), 0, 1, "SGD momentum");
+        if (opt instanceof Optimizer.AdamW) OptionRange.nonNegative("--weight-decay", weightDecay, OptionRange.typed(spec, "--weight-decay"), "AdamW decoupled weight decay");
+        OptionRange.nonNegative("--clip", clip, OptionRange.typed(spec, "--clip"), "the global gradient-norm clip; 0: no clipping");
         if (microBatches != null && microBatches < 1)
             throw new kina.ir.KinaException(null, "--micro-batches " + microBatches + ": must be a power of two (1, 2, 4, …)");
         if (workers != null) OptionRange.atLeast("--workers", workers, 1, "Spark tasks per step");

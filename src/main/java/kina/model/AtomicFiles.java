@@ -24,6 +24,9 @@ public final class AtomicFiles {
      */
     interface Sink {
         void write(FileChannel ch, java.nio.ByteBuffer buf) throws IOException;
+
+        /** Forces the written bytes to disk. */
+        default void force(FileChannel ch) throws IOException { ch.force(true); }
     }
 
     static final Sink WHOLE = (ch, buf) -> { while (buf.hasRemaining()) ch.write(buf); };
@@ -41,8 +44,9 @@ public final class AtomicFiles {
             // CREATE_NEW with the default permissions (0666 less the umask), unlike createTempFile's 0600
             tmp = dir.resolve("." + abs.getFileName() + "." + Long.toHexString(RANDOM.nextLong()) + ".tmp");
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.CREATE_NEW)) {
-                sink.write(ch, java.nio.ByteBuffer.wrap(bytes));
-                ch.force(true);
+                Sink out = sink;
+                out.write(ch, java.nio.ByteBuffer.wrap(bytes));
+                out.force(ch);
             }
             try {
                 Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
