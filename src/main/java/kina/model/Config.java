@@ -166,8 +166,10 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
     private static int integer(String where, JsonNode node, String key) {
         JsonNode v = node.get(key);
         if (v == null) throw new ConfigError(where, "missing key '" + key + "'");
-        if (!v.isIntegralNumber() || !v.canConvertToInt())
+        if (!v.isIntegralNumber())
             throw new ConfigError(where, key + " must be an integer, got " + v);
+        if (!v.canConvertToInt())
+            throw new ConfigError(where, key + " " + v + " is out of range (at most " + Integer.MAX_VALUE + ")");
         return v.intValue();
     }
 
