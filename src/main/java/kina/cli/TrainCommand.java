@@ -52,6 +52,8 @@ final class TrainCommand implements Callable<Integer> {
     Integer workers;
     @Option(names = "--tokenizer", paramLabel = "byte|bpe", description = "byte: one token per UTF-8 byte; bpe: a byte-level BPE trained on the training text, stored in the checkpoint (default: byte; with --resume, the checkpoint's).") String tokenizer;
     @Option(names = "--vocab", paramLabel = "N", description = "The BPE's vocabulary size, at least 260 (default: ${DEFAULT-VALUE}); the config's vocab becomes N.", defaultValue = "1024") int vocab;
+    @Option(names = "--detect-anomaly", description = "Check the weights and moments for NaN and Inf after every step (not only before a checkpoint); stop at the first step that makes one.")
+    boolean detectAnomaly;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
@@ -131,7 +133,7 @@ final class TrainCommand implements Callable<Integer> {
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");
         Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
                 checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine), m, cluster, tok);
-        Trainer trainer = new Trainer(o, corpus);
+        Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
         Trainer.Summary s;
         try (var _ = Interruption.onSignals(trainer::requestStop)) {
             s = trainer.run(System.out, System.err);

@@ -270,6 +270,27 @@ public final class Trainer {
     }
 
     private volatile String stopRequest;
+    private boolean detectAnomaly;
+
+    /**
+     * With {@code on}, the weights and optimizer moments are checked for NaN and ±Inf after every
+     * step, not only before a checkpoint: the first step that makes one stops the run, naming it.
+     */
+    public Trainer detectAnomaly(boolean on) {
+        detectAnomaly = on;
+        return this;
+    }
+
+    /** The first weight or moment of {@code ts} holding a NaN or ±Inf, as a one-line error of step {@code step}; nothing when all are finite. */
+    private static void requireFinite(long step, Map<String, Tensor> ts, boolean saving) {
+        for (var e : ts.entrySet()) {
+            Tensor t = e.getValue();
+            for (int i = 0; i < t.size(); i++)
+                if (!Double.isFinite(t.get(i)))
+                    throw new kina.ir.KinaException(null, "training diverged at step " + step + ": " + e.getKey() + " holds " + t.get(i)
+                            + " at element " + i + (saving ? "; its checkpoint was not written" : "") + " (lower --lr, or a smaller --clip)");
+        }
+    }
 
     /**
      * Asks a running {@link #run} to stop after the step in progress: it checkpoints that step
@@ -404,7 +425,11 @@ public final class Trainer {
                 boolean last = s + 1 == o.steps();
                 boolean evaluate = (s + 1) % o.evalEvery() == 0 || last;
                 boolean checkpoint = o.out() != null && ((s + 1) % o.checkpointEvery() == 0 || last);
-                Map<String, Tensor> now = evaluate || checkpoint ? fetch(step, wNames) : null;
+                Map<String, Tensor> now = evaluate || checkpoint || detectAnomaly ? fetch(step, wNames) : null;
+                if (detectAnomaly) {
+                    requireFinite(s + 1, now, checkpoint);
+                    requireFinite(s + 1, fetch(step, stateNames), checkpoint);
+                }
                 if (evaluate) {
                     lastVal = validate(eval, valid, now);
                     valCurve.add(new double[] {s + 1, lastVal});
@@ -415,7 +440,12 @@ public final class Trainer {
                     now = fetch(step, wNames);
                     checkpoint = true;
                 }
-                if (checkpoint) lastCk = save(s + 1, now, fetch(step, stateNames), trainCurve, valCurve);
+                if (checkpoint) {
+                    Map<String, Tensor> moments = fetch(step, stateNames);
+                    requireFinite(s + 1, now, true);                  // never a checkpoint of non-finite weights
+                    requireFinite(s + 1, moments, true);
+                    lastCk = save(s + 1, now, moments, trainCurve, valCurve);
+                }
                 if (stop != null && !last) throw new Stopped(stop, s + 1, o.steps(), o.out() == null ? null : lastCk);
             }
         }
