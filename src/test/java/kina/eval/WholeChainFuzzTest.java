@@ -36,6 +36,12 @@ class WholeChainFuzzTest {
     /** Programs generated so far in this JVM, and how many transform_ad refused as planted. */
     static int generated, refused, forward;
 
+    @net.jqwik.api.lifecycle.AfterContainer
+    static void report() {
+        System.out.printf("whole-chain fuzz: %d programs through the chain (%d refused as planted, %d in forward mode)%n",
+                generated, refused, forward);
+    }
+
     @Property(tries = 2000, seed = "2511", shrinking = ShrinkingMode.OFF, edgeCases = EdgeCasesMode.NONE)
     void everyGeneratedProgramPassesTheWholeChain(@ForAll long seed) {
         for (int k = 0; k < SCALE; k++) {
