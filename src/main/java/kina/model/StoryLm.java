@@ -71,7 +71,7 @@ public final class StoryLm {
 
     /**
      * The forward fn, bound by {@code b}: {@code storylm_loss(ids, targets, weights…)} (mean NLL,
-     * [1, 1]), {@code storylm_logits(ids, weights…)} ([B·T, V]) or {@code storylm_prefill(ids,
+     * [1, 1], or with {@code SUMMED} the summed NLL in nats), {@code storylm_logits(ids, weights…)} ([B·T, V]) or {@code storylm_prefill(ids,
      * weights…)} (logits and, per layer, the rotated keys and the values [T, KV·hd], batch 1).
      */
     static Var forwardFn(ProgramBuilder b, Config c, int batch, Output what) {
@@ -84,7 +84,7 @@ public final class StoryLm {
         if (loss) ps.add(new Param("targets", TensorType.host(DType.I64, n)));
         for (Weight w : ws) ps.add(new Param(w.name(), f32(w.shape())));
         List<Var> cache = new ArrayList<>();
-        return b.fn(switch (what) { case LOSS -> "storylm_loss"; case LOGITS -> "storylm_logits"; case PREFILL -> "storylm_prefill"; }, ps, p -> {
+        return b.fn(switch (what) { case LOSS, SUMMED -> "storylm_loss"; case LOGITS -> "storylm_logits"; case PREFILL -> "storylm_prefill"; }, ps, p -> {
             Map<String, Var> w = new HashMap<>();
             for (int i = 0; i < ws.size(); i++) w.put(ws.get(i).name(), p.get(p.size() - ws.size() + i));
             // The RoPE tables are inputs of the body, not parameters: constants, not differentiated.
