@@ -55,7 +55,7 @@ import kina.ir.Var;
  */
 public final class Emitter {
 
-    /** An argument of the entry: an input let (or a parameter of the fn the program ends in), by name. */
+    /** An argument of the entry: an input let, by name. */
     public record Arg(String name, TensorType type) {}
 
     /** What {@code @kina_entry} takes (inputs, in order) and fills (outputs: the flattened result). */
@@ -112,6 +112,15 @@ public final class Emitter {
     private final List<FnInfo> fns = new ArrayList<>();
     private final Set<String> symbols = new HashSet<>(Set.of("main", ENTRY));
     private final Map<Rhs.Fn, FnInfo> infoOf = new java.util.IdentityHashMap<>();
+    /** The parts of long blocks (see FnEmitter.block), emitted after the fns. */
+    private final StringBuilder extra = new StringBuilder();
+
+    /**
+     * A block of more than {@link #SPLIT} instructions is emitted as parts of at most {@link #PART}
+     * instructions each (16: the tiny train step then builds in about 30 s of CPU, where whole it took
+     * minutes in LLVM's loop passes).
+     */
+    static final int SPLIT = 200, PART = 16;
 
     private Emitter(Program p) { this.program = p; }
 
@@ -120,20 +129,14 @@ public final class Emitter {
         Block top = program.body();
         LinkedHashMap<String, TensorType> mainInputs = new LinkedHashMap<>();
         Map<Var, FnInfo> topScope = analyze(top, new HashMap<>(), mainInputs, "the program");
-        // A program ending in a fn runs that fn on its parameters, given as inputs by name.
-        Let resultLet = top.binding(top.result());
-        FnInfo entryFn = resultLet != null && resultLet.rhs() instanceof Rhs.Fn fn ? infoOf.get(fn) : null;
-        if (entryFn != null) {
-            for (Rhs.Param p : entryFn.fn.params()) addInput(mainInputs, p.name().name(), p.type(), "parameter " + p.name() + " of " + entryFn.name);
-            for (var e : entryFn.inputs.entrySet()) addInput(mainInputs, e.getKey(), e.getValue(), "fn " + entryFn.name);
-        }
         StringBuilder sb = new StringBuilder();
         sb.append("// kina ").append(program.file()).append(": host lowering to linalg on tensors (MLIR 19)\n");
-        for (FnInfo f : fns) sb.append(new FnEmitter().fn(f));
-        FnEmitter main = new FnEmitter();
-        List<TensorType> outputs = main.main(top, topScope, mainInputs, entryFn, sb);
+        for (FnInfo f : fns) sb.append(new FnEmitter(f.symbol).fn(f));
+        FnEmitter main = new FnEmitter("main");
+        List<TensorType> outputs = main.main(top, topScope, mainInputs, sb);
         List<Arg> args = new ArrayList<>();
         mainInputs.forEach((n, t) -> args.add(new Arg(n, t)));
+        sb.append(extra);
         sb.append(entry(args, outputs));
         return new Module(sb.toString(), new Entry(args, outputs));
     }
@@ -223,7 +226,7 @@ public final class Emitter {
                 refuseDevice(fn.body(), "fn " + l.displayName());
                 continue;
             }
-            if (l.rhs() instanceof Instr ins && (device(l.type()) || anyDeviceOperand(ins, b)))
+            if (l.rhs() instanceof Instr ins && !(ins instanceof Instr.Input) && (device(l.type()) || anyDeviceOperand(ins, b)))
                 throw new MlirError(l.pos(), "let " + l.displayName() + ": " + deviceMessage(ins));
         }
         for (Let l : b.lets())
@@ -343,10 +346,13 @@ public final class Emitter {
 
     /** Emits one func.func; SSA names: a let's own name, {@code %stem.N} for everything generated. */
     private final class FnEmitter {
+        private final String symbol;
         private final StringBuilder text = new StringBuilder();
         private final Map<Var, List<V>> env = new HashMap<>();
         private final Map<String, V> inputs = new HashMap<>();
         private int counter;
+
+        FnEmitter(String symbol) { this.symbol = symbol; }
 
         String fresh(String stem) { return "%" + stem + "." + (counter++); }
 
@@ -376,7 +382,7 @@ public final class Emitter {
         }
 
         /** The top-level block as {@code @main}; appends it to {@code sb} and returns its result types. */
-        List<TensorType> main(Block top, Map<Var, FnInfo> scope, LinkedHashMap<String, TensorType> args, FnInfo entryFn, StringBuilder sb) {
+        List<TensorType> main(Block top, Map<Var, FnInfo> scope, LinkedHashMap<String, TensorType> args, StringBuilder sb) {
             List<String> params = new ArrayList<>();
             args.forEach((n, t) -> {
                 V v = new V("%in." + n, t);
@@ -384,11 +390,6 @@ public final class Emitter {
                 params.add(v.ssa() + ": " + ty(t));
             });
             List<V> res = block(top, scope, "the program");
-            if (entryFn != null) {
-                List<V> callArgs = new ArrayList<>();
-                for (Rhs.Param p : entryFn.fn.params()) callArgs.add(inputs.get(p.name().name()));
-                res = call(entryFn, callArgs, fresh("result"), "the program's fn " + entryFn.name);
-            }
             sb.append("func.func private @main(").append(String.join(", ", params)).append(") -> ")
                     .append(results(res.stream().map(v -> ty(v.type())).toList())).append(" {\n");
             sb.append(text);
@@ -402,9 +403,32 @@ public final class Emitter {
             return !v.temporary() && v.name().matches("[A-Za-z_][A-Za-z0-9_$]*") ? "%" + v.name() : fresh("t");
         }
 
+        /**
+         * Emits a block's lets and answers its result. A long block (over {@link #SPLIT} instructions)
+         * is split into parts of at most {@link #PART} instructions, each a private func of its own
+         * (taking the values it reads, returning those it defines that later parts read): LLVM's loop
+         * passes take time superlinear in the size of one function.
+         */
         List<V> block(Block b, Map<Var, FnInfo> scope, String where) {
             Map<Var, FnInfo> fnScope = new HashMap<>(scope);
-            for (Let l : b.lets()) {
+            List<List<Let>> parts = weight(b.lets()) > SPLIT ? parts(b.lets()) : List.of(b.lets());
+            if (parts.size() == 1) lets(b.lets(), fnScope);
+            else {
+                Set<Var> later = new HashSet<>(List.of(b.result()));
+                List<Set<Var>> readLater = new ArrayList<>();
+                for (int i = parts.size() - 1; i >= 0; i--) {
+                    readLater.addFirst(new HashSet<>(later));
+                    for (Let l : parts.get(i)) later.addAll(reads(l));
+                }
+                for (int i = 0; i < parts.size(); i++) part(parts.get(i), i, readLater.get(i), fnScope);
+            }
+            List<V> res = env.get(b.result());
+            if (res == null) throw new MlirError(b.resultPos(), where + ": the result " + b.result() + " is not a tensor or a tuple of tensors");
+            return res;
+        }
+
+        private void lets(List<Let> lets, Map<Var, FnInfo> fnScope) {
+            for (Let l : lets) {
                 try {
                     let(l, fnScope);
                 } catch (MlirError e) {
@@ -414,13 +438,101 @@ public final class Emitter {
                 }
                 if (l.rhs() instanceof Rhs.Fn fn) fnScope.put(l.var(), infoOf.get(fn));
             }
-            Let rl = b.binding(b.result());
-            List<V> res = env.get(b.result());
-            if (res == null) {
-                if (rl != null && rl.rhs() instanceof Rhs.Fn && where.equals("the program")) return List.of();
-                throw new MlirError(b.resultPos(), where + ": the result " + b.result() + " is not a tensor or a tuple of tensors");
+        }
+
+        /** Instructions (not inputs) and calls: what costs code. */
+        private static int weight(Let l) { return l.rhs() instanceof Instr i && !(i instanceof Instr.Input) || l.rhs() instanceof Rhs.Call ? 1 : 0; }
+
+        private static int weight(List<Let> lets) { return lets.stream().mapToInt(FnEmitter::weight).sum(); }
+
+        /** Consecutive lets with at most PART instructions and calls each. */
+        private static List<List<Let>> parts(List<Let> lets) {
+            List<List<Let>> out = new ArrayList<>();
+            List<Let> cur = new ArrayList<>();
+            int weight = 0;
+            for (Let l : lets) {
+                int w = weight(l);
+                if (weight + w > PART && !cur.isEmpty()) {
+                    out.add(cur);
+                    cur = new ArrayList<>();
+                    weight = 0;
+                }
+                cur.add(l);
+                weight += w;
             }
-            return res;
+            out.add(cur);
+            return out;
+        }
+
+        /** The vars a let reads (a fn's body is closed: it reads none of the block's). */
+        private static List<Var> reads(Let l) {
+            return switch (l.rhs()) {
+                case Instr i -> i.operands();
+                case Rhs.Call c -> c.args();
+                case Rhs.Handle h -> h.args();
+                case Rhs.Tuple t -> t.elems();
+                case Rhs.Fn _ -> List.of();
+            };
+        }
+
+        /** One part: a func of the values it reads, returning the values it defines that {@code later} reads. */
+        private void part(List<Let> lets, int index, Set<Var> later, Map<Var, FnInfo> fnScope) {
+            FnEmitter p = new FnEmitter(symbol + ".part" + index);
+            Set<Var> defined = new HashSet<>();
+            List<V> args = new ArrayList<>();
+            List<String> params = new ArrayList<>();
+            Map<String, V> needInputs = new LinkedHashMap<>();
+            Map<Var, FnInfo> scope = new HashMap<>(fnScope);
+            for (Let l : lets) {
+                for (Var v : reads(l)) {
+                    if (defined.contains(v) || p.env.containsKey(v)) continue;
+                    List<V> vs = values(v, l);
+                    List<V> mine = new ArrayList<>();
+                    for (V x : vs) {
+                        V y = new V(vs.size() == 1 ? p.name(v) : p.fresh("arg"), x.type());
+                        mine.add(y);
+                        args.add(x);
+                        params.add(y.ssa() + ": " + ty(y.type()));
+                    }
+                    p.env.put(v, mine);
+                }
+                if (l.rhs() instanceof Instr.Input) needInputs.put(l.var().name(), inputs.get(l.var().name()));
+                if (l.rhs() instanceof Rhs.Call c) scope.get(c.fn()).inputs.keySet().forEach(n -> needInputs.put(n, inputs.get(n)));
+                if (l.rhs() instanceof Rhs.Fn fn) scope.put(l.var(), infoOf.get(fn));
+                defined.addAll(l.binders());
+            }
+            for (V in : needInputs.values()) {
+                p.inputs.put(in.ssa().substring("%in.".length()), in);
+                args.add(in);
+                params.add(in.ssa() + ": " + ty(in.type()));
+            }
+            p.lets(lets, fnScope);
+            for (Let l : lets) if (l.rhs() instanceof Rhs.Fn fn) fnScope.put(l.var(), infoOf.get(fn));
+            List<Var> outVars = new ArrayList<>();
+            List<V> outs = new ArrayList<>();
+            for (Let l : lets)
+                for (Var v : l.binders())
+                    if (later.contains(v) && p.env.containsKey(v)) {
+                        outVars.add(v);
+                        outs.addAll(p.env.get(v));
+                    }
+            List<String> outTypes = outs.stream().map(v -> ty(v.type())).toList();
+            StringBuilder f = new StringBuilder();
+            f.append("func.func private @").append(p.symbol).append('(').append(String.join(", ", params)).append(") -> (")
+                    .append(String.join(", ", outTypes)).append(") {\n").append(p.text);
+            f.append("  return ").append(String.join(", ", outs.stream().map(V::ssa).toList()))
+                    .append(outs.isEmpty() ? "" : " : " + String.join(", ", outTypes)).append("\n}\n");
+            extra.append(f);
+            String r = fresh("part");
+            line((outs.isEmpty() ? "" : (outs.size() == 1 ? r : r + ":" + outs.size()) + " = ") + "func.call @" + p.symbol + "("
+                    + String.join(", ", args.stream().map(V::ssa).toList()) + ") : (" + String.join(", ", args.stream().map(v -> ty(v.type())).toList())
+                    + ") -> (" + String.join(", ", outTypes) + ")");
+            int k = 0;
+            for (Var v : outVars) {
+                List<V> mine = new ArrayList<>();
+                for (V x : p.env.get(v)) { mine.add(new V(outs.size() == 1 ? r : r + "#" + k, x.type())); k++; }
+                env.put(v, mine);
+            }
         }
 
         private static String what(Let l) {

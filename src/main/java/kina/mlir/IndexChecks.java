@@ -40,15 +40,13 @@ final class IndexChecks {
     private IndexChecks() {}
 
     /**
-     * The checks of a transformed program whose result may be a fn (its parameters are inputs).
+     * The checks of a transformed program.
      *
      * @throws MlirError for indices that are neither inputs nor constants, or a constant out of bounds
      */
     static List<Check> of(Program p) {
         IndexChecks c = new IndexChecks();
         c.callSites(p.body(), new HashMap<>(), null);
-        Let rl = p.body().binding(p.body().result());
-        if (rl != null && rl.rhs() instanceof Rhs.Fn fn) c.callers.computeIfAbsent(fn, k -> new ArrayList<>()).add(new Site(null, List.of(), null));
         c.walk(p.body(), null);
         return List.copyOf(c.checks);
     }
@@ -94,10 +92,7 @@ final class IndexChecks {
             if (in == null) throw refuse(at, v + " is not bound");
             int k = paramIndex(in, v);
             List<Site> sites = callers.getOrDefault(in, List.of());
-            for (Site s : sites) {
-                if (s.block() == null) { checks.add(new Check(v.name(), bound, op(at), at)); continue; }   // the program's fn: an input by name
-                trace(s.args().get(k), s.block(), s.in(), bound, at);
-            }
+            for (Site s : sites) trace(s.args().get(k), s.block(), s.in(), bound, at);
             return;
         }
         // Layout instructions keep the values; any other source is computed and cannot be checked first.

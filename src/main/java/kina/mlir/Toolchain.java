@@ -87,21 +87,40 @@ public final class Toolchain {
         }
     }
 
+    /**
+     * Runs {@code mlir-opt-19 --split-input-file} once on all of {@code modules} (joined by the
+     * {@code // -----} separator): rc 0 when every one parses and verifies.
+     */
+    public static Outcome verifyAll(Tools t, List<String> modules) {
+        try {
+            Path dir = Files.createTempDirectory("kina-verify");
+            try {
+                Path in = dir.resolve("modules.mlir");
+                Files.writeString(in, String.join("\n// -----\n", modules), StandardCharsets.UTF_8);
+                return exec(List.of(t.mlirOpt().toString(), "--split-input-file", in.toString(), "-o", "/dev/null"), dir);
+            } finally {
+                deleteTree(dir);
+            }
+        } catch (IOException e) {
+            throw new MlirError("mlir-opt: cannot run (" + e.getMessage() + ")");
+        }
+    }
+
     // ---- the build ------------------------------------------------------------------------------
 
     /**
-     * The lowering: inline the kina functions into the entry, fuse elementwise chains, tile and
-     * vectorize the contractions ({@link Schedule}), bufferize with the entry's memrefs as
-     * destinations, then loops, LLVM. Every pass is MLIR 19's own.
+     * The lowering: tile and vectorize the contractions ({@link Schedule}), bufferize across the
+     * functions (the kina fns and the parts of long ones stay functions: see Emitter), then loops,
+     * LLVM. Every pass is MLIR 19's own.
      */
     static String pipeline(Path schedule) {
         // No cse before eliminate-empty-tensors: merged tensor.empty ops with several users were all
         // replaced by the first result's destination (MLIR 19), so later ops overwrote that result.
-        return "builtin.module(inline,canonicalize,"
+        return "builtin.module(symbol-dce,canonicalize,"
                 + (schedule != null ? "transform-preload-library{transform-library-paths=" + schedule + "},transform-interpreter,canonicalize," : "")
                 + "func.func(eliminate-empty-tensors),"
                 + "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map},"
-                + "cse,canonicalize,buffer-deallocation-pipeline,convert-vector-to-scf,convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+                + "buffer-results-to-out-params,cse,canonicalize,buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-vector-to-scf,convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
                 + "convert-scf-to-cf,convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
                 + "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
                 + "reconcile-unrealized-casts)";
