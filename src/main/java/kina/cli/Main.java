@@ -25,7 +25,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
  */
 @Command(name = "kina", mixinStandardHelpOptions = true, version = "kina 0.1.0",
         description = "A tensor compiler whose reverse mode is a transform of the program.",
-        subcommands = {CheckCommand.class, RunCommand.class, GradCommand.class, EmitMlirCommand.class, TrainCommand.class, SampleCommand.class, BenchCommand.class,
+        subcommands = {CheckCommand.class, RunCommand.class, GradCommand.class, EmitMlirCommand.class, CompileCommand.class, TrainCommand.class, SampleCommand.class, BenchCommand.class,
                 ModelCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Callable<Integer> {
 
