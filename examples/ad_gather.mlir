@@ -72,7 +72,7 @@ func.func private @f_grad(%ids: tensor<1x4xi64>, %emb: tensor<8x4xf32>) -> (tens
   %c.37 = arith.constant 0.0 : f32
   %empty.38 = tensor.empty() : tensor<8x4xf32>
   %init.36 = linalg.fill ins(%c.37 : f32) outs(%empty.38 : tensor<8x4xf32>) -> tensor<8x4xf32>
-  %g_emb = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%collapse.34, %collapse.35 : tensor<4xi64>, tensor<4x4xf32>) outs(%init.36 : tensor<8x4xf32>) {
+  %g_emb = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"], kina.scatter} ins(%collapse.34, %collapse.35 : tensor<4xi64>, tensor<4x4xf32>) outs(%init.36 : tensor<8x4xf32>) {
   ^bb0(%in.39: i64, %in.40: f32, %out.41: f32):
     %b.42 = linalg.index 0 : index
     %b.43 = arith.index_cast %b.42 : index to i64

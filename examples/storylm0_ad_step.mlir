@@ -29,15 +29,15 @@ func.func private @storylm0_fwd(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf3
   %c.20 = arith.constant 0.0 : f32
   %empty.21 = tensor.empty() : tensor<1x4x4xf32>
   %init.19 = linalg.fill ins(%c.20 : f32) outs(%empty.21 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %q = linalg.batch_matmul ins(%x, %wq3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.19 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %q = func.call @storylm0_fwd.mm0(%x, %wq3, %init.19) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %c.23 = arith.constant 0.0 : f32
   %empty.24 = tensor.empty() : tensor<1x4x4xf32>
   %init.22 = linalg.fill ins(%c.23 : f32) outs(%empty.24 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %k = linalg.batch_matmul ins(%x, %wk3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.22 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %k = func.call @storylm0_fwd.mm1(%x, %wk3, %init.22) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %c.26 = arith.constant 0.0 : f32
   %empty.27 = tensor.empty() : tensor<1x4x4xf32>
   %init.25 = linalg.fill ins(%c.26 : f32) outs(%empty.27 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %v = linalg.batch_matmul ins(%x, %wv3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.25 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %v = func.call @storylm0_fwd.mm2(%x, %wv3, %init.25) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [1, 4, 2, 2] : tensor<1x4x4xf32> into tensor<1x4x2x2xf32>
   %empty.28 = tensor.empty() : tensor<1x2x4x2xf32>
   %qh = linalg.transpose ins(%q4 : tensor<1x4x2x2xf32>) outs(%empty.28 : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
@@ -54,7 +54,7 @@ func.func private @storylm0_fwd(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf3
   %c.36 = arith.constant 0.0 : f32
   %empty.37 = tensor.empty() : tensor<2x4x4xf32>
   %init.35 = linalg.fill ins(%c.36 : f32) outs(%empty.37 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %bmm.34 = linalg.batch_matmul ins(%collapse.32, %collapse.33 : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%init.35 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %bmm.34 = func.call @storylm0_fwd.mm3(%collapse.32, %collapse.33, %init.35) : (tensor<2x4x2xf32>, tensor<2x2x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %s = tensor.expand_shape %bmm.34 [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
   %empty.38 = tensor.empty() : tensor<1x2x4x4xf32>
   %scale_b = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scale : tensor<1x1x1x1xf32>) outs(%empty.38 : tensor<1x2x4x4xf32>) {
@@ -109,7 +109,7 @@ func.func private @storylm0_fwd(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf3
   %c.83 = arith.constant 0.0 : f32
   %empty.84 = tensor.empty() : tensor<2x4x2xf32>
   %init.82 = linalg.fill ins(%c.83 : f32) outs(%empty.84 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %bmm.81 = linalg.batch_matmul ins(%collapse.79, %collapse.80 : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init.82 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %bmm.81 = func.call @storylm0_fwd.mm4(%collapse.79, %collapse.80, %init.82) : (tensor<2x4x4xf32>, tensor<2x4x2xf32>, tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
   %a = tensor.expand_shape %bmm.81 [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
   %empty.85 = tensor.empty() : tensor<1x4x2x2xf32>
   %at = linalg.transpose ins(%a : tensor<1x2x4x2xf32>) outs(%empty.85 : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
@@ -118,12 +118,12 @@ func.func private @storylm0_fwd(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf3
   %c.87 = arith.constant 0.0 : f32
   %empty.88 = tensor.empty() : tensor<1x4x4xf32>
   %init.86 = linalg.fill ins(%c.87 : f32) outs(%empty.88 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %o = linalg.batch_matmul ins(%m, %wo3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.86 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %o = func.call @storylm0_fwd.mm5(%m, %wo3, %init.86) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %lm3 = tensor.expand_shape %lm_head [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
   %c.90 = arith.constant 0.0 : f32
   %empty.91 = tensor.empty() : tensor<1x4x8xf32>
   %init.89 = linalg.fill ins(%c.90 : f32) outs(%empty.91 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %logits = linalg.batch_matmul ins(%o, %lm3 : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%init.89 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %logits = func.call @storylm0_fwd.mm6(%o, %lm3, %init.89) : (tensor<1x4x4xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
   return %logits : tensor<1x4x8xf32>
 }
 func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf32>, %mask: tensor<1x1x4x4xf32>, %scale: tensor<1x1x1x1xf32>, %wq: tensor<4x4xf32>, %wk: tensor<4x4xf32>, %wv: tensor<4x4xf32>, %wo: tensor<4x4xf32>, %lm_head: tensor<4x8xf32>) -> (tensor<1x4x8xf32>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>) {
@@ -156,15 +156,15 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.20 = arith.constant 0.0 : f32
   %empty.21 = tensor.empty() : tensor<1x4x4xf32>
   %init.19 = linalg.fill ins(%c.20 : f32) outs(%empty.21 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %q = linalg.batch_matmul ins(%x, %wq3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.19 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %q = func.call @storylm0_fwd_grad.mm7(%x, %wq3, %init.19) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %c.23 = arith.constant 0.0 : f32
   %empty.24 = tensor.empty() : tensor<1x4x4xf32>
   %init.22 = linalg.fill ins(%c.23 : f32) outs(%empty.24 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %k = linalg.batch_matmul ins(%x, %wk3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.22 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %k = func.call @storylm0_fwd_grad.mm8(%x, %wk3, %init.22) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %c.26 = arith.constant 0.0 : f32
   %empty.27 = tensor.empty() : tensor<1x4x4xf32>
   %init.25 = linalg.fill ins(%c.26 : f32) outs(%empty.27 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %v = linalg.batch_matmul ins(%x, %wv3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.25 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %v = func.call @storylm0_fwd_grad.mm9(%x, %wv3, %init.25) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %q4 = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [1, 4, 2, 2] : tensor<1x4x4xf32> into tensor<1x4x2x2xf32>
   %empty.28 = tensor.empty() : tensor<1x2x4x2xf32>
   %qh = linalg.transpose ins(%q4 : tensor<1x4x2x2xf32>) outs(%empty.28 : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
@@ -181,7 +181,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.36 = arith.constant 0.0 : f32
   %empty.37 = tensor.empty() : tensor<2x4x4xf32>
   %init.35 = linalg.fill ins(%c.36 : f32) outs(%empty.37 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %bmm.34 = linalg.batch_matmul ins(%collapse.32, %collapse.33 : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%init.35 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %bmm.34 = func.call @storylm0_fwd_grad.mm10(%collapse.32, %collapse.33, %init.35) : (tensor<2x4x2xf32>, tensor<2x2x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %s = tensor.expand_shape %bmm.34 [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
   %empty.38 = tensor.empty() : tensor<1x2x4x4xf32>
   %scale_b = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, 0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%scale : tensor<1x1x1x1xf32>) outs(%empty.38 : tensor<1x2x4x4xf32>) {
@@ -236,7 +236,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.83 = arith.constant 0.0 : f32
   %empty.84 = tensor.empty() : tensor<2x4x2xf32>
   %init.82 = linalg.fill ins(%c.83 : f32) outs(%empty.84 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %bmm.81 = linalg.batch_matmul ins(%collapse.79, %collapse.80 : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init.82 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %bmm.81 = func.call @storylm0_fwd_grad.mm11(%collapse.79, %collapse.80, %init.82) : (tensor<2x4x4xf32>, tensor<2x4x2xf32>, tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
   %a = tensor.expand_shape %bmm.81 [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
   %empty.85 = tensor.empty() : tensor<1x4x2x2xf32>
   %at = linalg.transpose ins(%a : tensor<1x2x4x2xf32>) outs(%empty.85 : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
@@ -245,12 +245,12 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.87 = arith.constant 0.0 : f32
   %empty.88 = tensor.empty() : tensor<1x4x4xf32>
   %init.86 = linalg.fill ins(%c.87 : f32) outs(%empty.88 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %o = linalg.batch_matmul ins(%m, %wo3 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.86 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %o = func.call @storylm0_fwd_grad.mm12(%m, %wo3, %init.86) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %lm3 = tensor.expand_shape %lm_head [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xf32> into tensor<1x4x8xf32>
   %c.90 = arith.constant 0.0 : f32
   %empty.91 = tensor.empty() : tensor<1x4x8xf32>
   %init.89 = linalg.fill ins(%c.90 : f32) outs(%empty.91 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %logits = linalg.batch_matmul ins(%o, %lm3 : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%init.89 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %logits = func.call @storylm0_fwd_grad.mm13(%o, %lm3, %init.89) : (tensor<1x4x4xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
   %c.92 = arith.constant 1.0 : f32
   %empty.93 = tensor.empty() : tensor<1x4x8xf32>
   %g_logits = linalg.fill ins(%c.92 : f32) outs(%empty.93 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
@@ -259,26 +259,26 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.96 = arith.constant 0.0 : f32
   %empty.97 = tensor.empty() : tensor<1x4x4xf32>
   %init.95 = linalg.fill ins(%c.96 : f32) outs(%empty.97 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %g_o = linalg.batch_matmul ins(%g_logits, %t1 : tensor<1x4x8xf32>, tensor<1x8x4xf32>) outs(%init.95 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %g_o = func.call @storylm0_fwd_grad.mm14(%g_logits, %t1, %init.95) : (tensor<1x4x8xf32>, tensor<1x8x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.98 = tensor.empty() : tensor<1x4x4xf32>
   %t3 = linalg.transpose ins(%o : tensor<1x4x4xf32>) outs(%empty.98 : tensor<1x4x4xf32>) permutation = [0, 2, 1]
   %c.100 = arith.constant 0.0 : f32
   %empty.101 = tensor.empty() : tensor<1x4x8xf32>
   %init.99 = linalg.fill ins(%c.100 : f32) outs(%empty.101 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %g_lm3 = linalg.batch_matmul ins(%t3, %g_logits : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%init.99 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %g_lm3 = func.call @storylm0_fwd_grad.mm15(%t3, %g_logits, %init.99) : (tensor<1x4x4xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
   %g_lm_head = tensor.collapse_shape %g_lm3 [[0, 1], [2]] : tensor<1x4x8xf32> into tensor<4x8xf32>
   %empty.102 = tensor.empty() : tensor<1x4x4xf32>
   %t6 = linalg.transpose ins(%wo3 : tensor<1x4x4xf32>) outs(%empty.102 : tensor<1x4x4xf32>) permutation = [0, 2, 1]
   %c.104 = arith.constant 0.0 : f32
   %empty.105 = tensor.empty() : tensor<1x4x4xf32>
   %init.103 = linalg.fill ins(%c.104 : f32) outs(%empty.105 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %g_m = linalg.batch_matmul ins(%g_o, %t6 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.103 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %g_m = func.call @storylm0_fwd_grad.mm16(%g_o, %t6, %init.103) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.106 = tensor.empty() : tensor<1x4x4xf32>
   %t8 = linalg.transpose ins(%m : tensor<1x4x4xf32>) outs(%empty.106 : tensor<1x4x4xf32>) permutation = [0, 2, 1]
   %c.108 = arith.constant 0.0 : f32
   %empty.109 = tensor.empty() : tensor<1x4x4xf32>
   %init.107 = linalg.fill ins(%c.108 : f32) outs(%empty.109 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %g_wo3 = linalg.batch_matmul ins(%t8, %g_o : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.107 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %g_wo3 = func.call @storylm0_fwd_grad.mm17(%t8, %g_o, %init.107) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %g_wo = tensor.collapse_shape %g_wo3 [[0, 1], [2]] : tensor<1x4x4xf32> into tensor<4x4xf32>
   %g_at = tensor.expand_shape %g_m [[0], [1], [2, 3]] output_shape [1, 4, 2, 2] : tensor<1x4x4xf32> into tensor<1x4x2x2xf32>
   %empty.110 = tensor.empty() : tensor<1x2x4x2xf32>
@@ -290,7 +290,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.116 = arith.constant 0.0 : f32
   %empty.117 = tensor.empty() : tensor<2x4x4xf32>
   %init.115 = linalg.fill ins(%c.116 : f32) outs(%empty.117 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %bmm.114 = linalg.batch_matmul ins(%collapse.112, %collapse.113 : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%init.115 : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %bmm.114 = func.call @storylm0_fwd_grad.mm18(%collapse.112, %collapse.113, %init.115) : (tensor<2x4x2xf32>, tensor<2x2x4xf32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   %g_p = tensor.expand_shape %bmm.114 [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
   %empty.118 = tensor.empty() : tensor<1x2x4x4xf32>
   %t15 = linalg.transpose ins(%p : tensor<1x2x4x4xf32>) outs(%empty.118 : tensor<1x2x4x4xf32>) permutation = [0, 1, 3, 2]
@@ -299,7 +299,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.123 = arith.constant 0.0 : f32
   %empty.124 = tensor.empty() : tensor<2x4x2xf32>
   %init.122 = linalg.fill ins(%c.123 : f32) outs(%empty.124 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %bmm.121 = linalg.batch_matmul ins(%collapse.119, %collapse.120 : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init.122 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %bmm.121 = func.call @storylm0_fwd_grad.mm19(%collapse.119, %collapse.120, %init.122) : (tensor<2x4x4xf32>, tensor<2x4x2xf32>, tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
   %g_vh = tensor.expand_shape %bmm.121 [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
   %empty.125 = tensor.empty() : tensor<1x2x4x4xf32>
   %t17 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%g_p, %p : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) outs(%empty.125 : tensor<1x2x4x4xf32>) {
@@ -388,7 +388,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.193 = arith.constant 0.0 : f32
   %empty.194 = tensor.empty() : tensor<2x4x2xf32>
   %init.192 = linalg.fill ins(%c.193 : f32) outs(%empty.194 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %bmm.191 = linalg.batch_matmul ins(%collapse.189, %collapse.190 : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init.192 : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %bmm.191 = func.call @storylm0_fwd_grad.mm20(%collapse.189, %collapse.190, %init.192) : (tensor<2x4x4xf32>, tensor<2x4x2xf32>, tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
   %g_qh = tensor.expand_shape %bmm.191 [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
   %empty.195 = tensor.empty() : tensor<1x2x2x4xf32>
   %t30 = linalg.transpose ins(%qh : tensor<1x2x4x2xf32>) outs(%empty.195 : tensor<1x2x2x4xf32>) permutation = [0, 1, 3, 2]
@@ -397,7 +397,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.200 = arith.constant 0.0 : f32
   %empty.201 = tensor.empty() : tensor<2x2x4xf32>
   %init.199 = linalg.fill ins(%c.200 : f32) outs(%empty.201 : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
-  %bmm.198 = linalg.batch_matmul ins(%collapse.196, %collapse.197 : tensor<2x2x4xf32>, tensor<2x4x4xf32>) outs(%init.199 : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  %bmm.198 = func.call @storylm0_fwd_grad.mm21(%collapse.196, %collapse.197, %init.199) : (tensor<2x2x4xf32>, tensor<2x4x4xf32>, tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
   %g_kt = tensor.expand_shape %bmm.198 [[0, 1], [2], [3]] output_shape [1, 2, 2, 4] : tensor<2x2x4xf32> into tensor<1x2x2x4xf32>
   %empty.202 = tensor.empty() : tensor<1x4x2x2xf32>
   %g_v4 = linalg.transpose ins(%g_vh : tensor<1x2x4x2xf32>) outs(%empty.202 : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
@@ -415,25 +415,25 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.208 = arith.constant 0.0 : f32
   %empty.209 = tensor.empty() : tensor<1x4x4xf32>
   %init.207 = linalg.fill ins(%c.208 : f32) outs(%empty.209 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %g_x = linalg.batch_matmul ins(%g_v, %t39 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.207 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %g_x = func.call @storylm0_fwd_grad.mm22(%g_v, %t39, %init.207) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.210 = tensor.empty() : tensor<1x4x4xf32>
   %t41 = linalg.transpose ins(%x : tensor<1x4x4xf32>) outs(%empty.210 : tensor<1x4x4xf32>) permutation = [0, 2, 1]
   %c.212 = arith.constant 0.0 : f32
   %empty.213 = tensor.empty() : tensor<1x4x4xf32>
   %init.211 = linalg.fill ins(%c.212 : f32) outs(%empty.213 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %g_wv3 = linalg.batch_matmul ins(%t41, %g_v : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.211 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %g_wv3 = func.call @storylm0_fwd_grad.mm23(%t41, %g_v, %init.211) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.214 = tensor.empty() : tensor<1x4x4xf32>
   %t43 = linalg.transpose ins(%wk3 : tensor<1x4x4xf32>) outs(%empty.214 : tensor<1x4x4xf32>) permutation = [0, 2, 1]
   %c.216 = arith.constant 0.0 : f32
   %empty.217 = tensor.empty() : tensor<1x4x4xf32>
   %init.215 = linalg.fill ins(%c.216 : f32) outs(%empty.217 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %t44 = linalg.batch_matmul ins(%g_k, %t43 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.215 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %t44 = func.call @storylm0_fwd_grad.mm24(%g_k, %t43, %init.215) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.218 = tensor.empty() : tensor<1x4x4xf32>
   %t45 = linalg.transpose ins(%x : tensor<1x4x4xf32>) outs(%empty.218 : tensor<1x4x4xf32>) permutation = [0, 2, 1]
   %c.220 = arith.constant 0.0 : f32
   %empty.221 = tensor.empty() : tensor<1x4x4xf32>
   %init.219 = linalg.fill ins(%c.220 : f32) outs(%empty.221 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %g_wk3 = linalg.batch_matmul ins(%t45, %g_k : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.219 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %g_wk3 = func.call @storylm0_fwd_grad.mm25(%t45, %g_k, %init.219) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.222 = tensor.empty() : tensor<1x4x4xf32>
   %g_x_1 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g_x, %t44 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%empty.222 : tensor<1x4x4xf32>) {
   ^bb0(%in.223: f32, %in.224: f32, %out.225: f32):
@@ -445,13 +445,13 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.229 = arith.constant 0.0 : f32
   %empty.230 = tensor.empty() : tensor<1x4x4xf32>
   %init.228 = linalg.fill ins(%c.229 : f32) outs(%empty.230 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %t49 = linalg.batch_matmul ins(%g_q, %t48 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.228 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %t49 = func.call @storylm0_fwd_grad.mm26(%g_q, %t48, %init.228) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.231 = tensor.empty() : tensor<1x4x4xf32>
   %t50 = linalg.transpose ins(%x : tensor<1x4x4xf32>) outs(%empty.231 : tensor<1x4x4xf32>) permutation = [0, 2, 1]
   %c.233 = arith.constant 0.0 : f32
   %empty.234 = tensor.empty() : tensor<1x4x4xf32>
   %init.232 = linalg.fill ins(%c.233 : f32) outs(%empty.234 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %g_wq3 = linalg.batch_matmul ins(%t50, %g_q : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init.232 : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %g_wq3 = func.call @storylm0_fwd_grad.mm27(%t50, %g_q, %init.232) : (tensor<1x4x4xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
   %empty.235 = tensor.empty() : tensor<1x4x4xf32>
   %g_x_2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g_x_1, %t49 : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%empty.235 : tensor<1x4x4xf32>) {
   ^bb0(%in.236: f32, %in.237: f32, %out.238: f32):
@@ -481,7 +481,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   %c.256 = arith.constant 0.0 : f32
   %empty.257 = tensor.empty() : tensor<8x4xf32>
   %init.255 = linalg.fill ins(%c.256 : f32) outs(%empty.257 : tensor<8x4xf32>) -> tensor<8x4xf32>
-  %g_emb = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%collapse.253, %collapse.254 : tensor<4xi64>, tensor<4x4xf32>) outs(%init.255 : tensor<8x4xf32>) {
+  %g_emb = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"], kina.scatter} ins(%collapse.253, %collapse.254 : tensor<4xi64>, tensor<4x4xf32>) outs(%init.255 : tensor<8x4xf32>) {
   ^bb0(%in.258: i64, %in.259: f32, %out.260: f32):
     %b.261 = linalg.index 0 : index
     %b.262 = arith.index_cast %b.261 : index to i64
@@ -513,6 +513,118 @@ func.func private @main(%in.token_ids: tensor<1x4xi64>, %in.emb: tensor<8x4xf32>
     linalg.yield %b.16 : f32
   } -> tensor<8x4xf32>
   return %t.11 : tensor<8x4xf32>
+}
+func.func private @storylm0_fwd.mm0(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm1(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm2(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm3(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %init: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x2"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  return %c : tensor<2x4x4xf32>
+}
+func.func private @storylm0_fwd.mm4(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %init: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.tiles = "1x4x2x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd.mm5(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm6(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %init: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.tiles = "1x4x8x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%init : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %c : tensor<1x4x8xf32>
+}
+func.func private @storylm0_fwd_grad.mm7(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm8(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm9(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm10(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %init: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x2"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  return %c : tensor<2x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm11(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %init: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.tiles = "1x4x2x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd_grad.mm12(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm13(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %init: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.tiles = "1x4x8x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%init : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %c : tensor<1x4x8xf32>
+}
+func.func private @storylm0_fwd_grad.mm14(%a: tensor<1x4x8xf32>, %b: tensor<1x8x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x8"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x8xf32>, tensor<1x8x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm15(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %init: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.tiles = "1x4x8x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%init : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %c : tensor<1x4x8xf32>
+}
+func.func private @storylm0_fwd_grad.mm16(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm17(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm18(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %init: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x2"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%init : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  return %c : tensor<2x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm19(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %init: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.tiles = "1x4x2x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd_grad.mm20(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %init: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.tiles = "1x4x2x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%init : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd_grad.mm21(%a: tensor<2x2x4xf32>, %b: tensor<2x4x4xf32>, %init: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> attributes {kina.contraction, kina.tiles = "1x2x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x2x4xf32>, tensor<2x4x4xf32>) outs(%init : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %c : tensor<2x2x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm22(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm23(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm24(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm25(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm26(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm27(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %init: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.tiles = "1x4x4x4"} {
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%init : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
 }
 func.func @kina_entry(%in.token_ids: tensor<1x4xi64> {bufferization.writable = false}, %in.emb: tensor<8x4xf32> {bufferization.writable = false}, %in.mask: tensor<1x1x4x4xf32> {bufferization.writable = false}, %in.scale: tensor<1x1x1x1xf32> {bufferization.writable = false}, %in.wq: tensor<4x4xf32> {bufferization.writable = false}, %in.wk: tensor<4x4xf32> {bufferization.writable = false}, %in.wv: tensor<4x4xf32> {bufferization.writable = false}, %in.wo: tensor<4x4xf32> {bufferization.writable = false}, %in.lm_head: tensor<4x8xf32> {bufferization.writable = false}, %in.lr: tensor<1x1xf32> {bufferization.writable = false}, %out.0: memref<8x4xf32>) attributes {llvm.emit_c_interface} {
   %r = func.call @main(%in.token_ids, %in.emb, %in.mask, %in.scale, %in.wq, %in.wk, %in.wv, %in.wo, %in.lm_head, %in.lr) : (tensor<1x4xi64>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<1x1xf32>) -> tensor<8x4xf32>

@@ -116,11 +116,11 @@ public final class Toolchain {
     static String pipeline(Path schedule) {
         // No cse before eliminate-empty-tensors: merged tensor.empty ops with several users were all
         // replaced by the first result's destination (MLIR 19), so later ops overwrote that result.
-        return "builtin.module(symbol-dce,canonicalize,"
+        return "builtin.module(symbol-dce,canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,"
                 + (schedule != null ? "transform-preload-library{transform-library-paths=" + schedule + "},transform-interpreter,canonicalize," : "")
                 + "func.func(eliminate-empty-tensors),"
                 + "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map},"
-                + "buffer-results-to-out-params,cse,canonicalize,buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-vector-to-scf,convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+                + "drop-equivalent-buffer-results,buffer-results-to-out-params,cse,canonicalize,buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-vector-to-scf{full-unroll=1},convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
                 + "convert-scf-to-cf,convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
                 + "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
                 + "reconcile-unrealized-casts)";
