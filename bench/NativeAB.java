@@ -28,9 +28,9 @@ public class NativeAB {
         kina.model.Config c = kina.model.Config.byName(args[2]);
         kina.kernels.Parallel.setThreads(threads);
         kina.model.Trainer.Engine[] engines = {kina.model.Trainer.Engine.PLAN, kina.model.Trainer.Engine.NATIVE};
-        kina.model.Bench.Stepper[] st = new kina.model.Bench.Stepper[2];
+        kina.cli.Bench.Stepper[] st = new kina.cli.Bench.Stepper[2];
         for (int e = 0; e < 2; e++) {
-            st[e] = new kina.model.Bench.Stepper(c, 8, engines[e]);
+            st[e] = new kina.cli.Bench.Stepper(c, 8, engines[e]);
             long end = System.nanoTime() + 5_000_000_000L;
             while (System.nanoTime() < end) st[e].run();
         }

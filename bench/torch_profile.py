@@ -7,7 +7,7 @@ Runs 6 warm-up steps, then STEPS profiled ones (the same model, AdamW, clipping 
 batches as torch_reference.py), and prints ms per step (the profiler's overhead included), the
 ten ops with the most self time per step, and per shape of aten::mm / aten::bmm the calls per step,
 ms per call and GFLOP/s. Compare kina's `bin/kina bench --config C --threads T --steps N --profile`
-(bench/RESULTS.md §2, session 13). Debian's python3-torch runs under /usr/bin/python3 only.
+(bench/RESULTS.md, "Train step against PyTorch"). Debian's python3-torch runs under /usr/bin/python3 only.
 """
 import os
 import sys

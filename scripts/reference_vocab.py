@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference fixtures for the transformer vocabulary (issue 5), in F64.
+"""PyTorch reference fixtures for the transformer vocabulary, in F64.
 
 Run from the repository root (torch imports only under Debian's python3):
 

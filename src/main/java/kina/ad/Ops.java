@@ -79,7 +79,7 @@ public interface Ops<T> {
     default T matmul(T a, T b) { return call(new Matmul(X0, X1), a, b); }
     default T reshape(T x, Shape to) { return call(new Reshape(X0, to), x); }
     default T transpose(T x, Perm perm) { return call(new Transpose(X0, perm), x); }
-    /** Same-rank broadcast (expand 1s). */
+    /** NumPy's broadcast: expand 1s, and new leading axes when {@code to} has more. */
     default T broadcast(T x, Shape to) { return call(new Broadcast(X0, to), x); }
     default T sum(T x, int axis, boolean keepDims) { return call(new Sum(X0, axis, keepDims), x); }
 

@@ -49,7 +49,10 @@ public final class Recording implements Ops<Var> {
     }
 
     /** A name not used anywhere in the program nor recorded yet; reserves it. */
-    public String fresh(String stem) {
+    public String fresh(String stem) { return fresh(stem, taken); }
+
+    /** {@code stem}, or {@code stem_1}, {@code stem_2}, … : the first not in {@code taken}, which it joins. */
+    static String fresh(String stem, Set<String> taken) {
         String n = stem;
         for (int i = 1; taken.contains(n); i++) n = stem + "_" + i;
         taken.add(n);

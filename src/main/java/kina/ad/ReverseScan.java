@@ -35,68 +35,21 @@ public final class ReverseScan {
     public record Outcome<T>(T result, List<T> cotangents) {}
 
     /**
-     * Runs the scan over the body of {@code fn} (a checked fn: every let typed).
+     * Runs the scan over the body of {@code fn}, a checked fn (every let typed) flattened by
+     * {@link Inline#flatten} (instructions only, or fn lets, which never receive a cotangent).
      *
      * @param fnName the fn's name, for messages
      * @param seed   the cotangent of the result (ones of R by default: {@link #onesSeed})
      * @throws AdError naming the let where a rule refuses or a pass rule is broken
      */
     public static <T> Outcome<T> reverse(String fnName, Rhs.Fn fn, Primals<T> p, T seed, Ops<T> o) {
-        var body = fn.body();
-        Var result = body.result();
+        Var result = fn.body().result();
         checkResult(fnName, fn, p);
-
-        Set<Var> onParams = dependsOnFloatingParams(fn, p);
+        Set<Var> params = new HashSet<>();
+        for (Rhs.Param prm : fn.params()) if (prm.type().dtype().floating()) params.add(prm.name());
         Map<Var, T> cot = new HashMap<>();
         cot.put(result, o.named(seed, "g_" + result.name()));
-        List<Let> lets = body.lets();
-        for (int li = lets.size() - 1; li >= 0; li--) {
-            Let let = lets.get(li);
-            T g = null;
-            for (Var b : let.binders()) if (cot.containsKey(b)) { g = cot.get(b); break; }
-            if (g == null) continue;                                          // never received a cotangent
-            if (let.destructure())
-                throw refused(new Refusal.NotAnAdSpine(
-                        "differentiating through a destructuring let is not supported (Section 13)"), let);
-            if (let.temporary())
-                throw refused(new Refusal.NotAnAdSpine(
-                        "a nested expression (method chain) receives a cotangent; children of a differentiated node must be Vars: split it into one let per operation"), let);
-            Instr ins = switch (let.rhs()) {
-                case Instr i -> i;
-                case Rhs.Call c -> throw refused(new Refusal.NotAnAdSpine(
-                        "call of " + c.fn() + ": transform_ad does not differentiate through calls; write its body in this fn"), let);
-                case Rhs.Handle h -> throw refused(new Refusal.NotAnAdSpine(
-                        "nested handle " + h.fn() + " with reverseMode inside a differentiated body is not supported"), let);
-                case Rhs.Tuple _ -> throw refused(new Refusal.NotAnAdSpine("a tuple is not differentiable"), let);
-                case Rhs.Fn _ -> throw refused(new Refusal.NotAnAdSpine("a fn value is not differentiable"), let);
-            };
-            switch (Vjp.of(ins, p, p.of(let.var()), g, o)) {
-                case Pullback.Refused<T> r -> throw refused(r.why(), let);
-                case Pullback.Cotangents<T> c -> {
-                    List<Var> xs = ins.operands();
-                    if (c.perOperand().size() != xs.size())
-                        throw new IllegalStateException("VJP of " + ins.op() + " answered " + c.perOperand().size()
-                                + " cotangents for " + xs.size() + " operands");
-                    for (int i : new java.util.TreeSet<>(c.notDifferentiated())) {
-                        Var x = xs.get(i);
-                        if (onParams.contains(x)) throw refused(new Refusal.NotDifferentiated(x.name(), ins.op()), let);
-                    }
-                    for (int i = 0; i < xs.size(); i++) {
-                        Optional<T> ct = c.perOperand().get(i);
-                        if (ct.isEmpty()) continue;                            // a data operand
-                        Var x = xs.get(i);
-                        TensorType want = p.type(x);
-                        TensorType got = o.type(ct.get());
-                        if (!want.equals(got))
-                            throw new IllegalStateException("VJP of " + ins.op() + " gave " + got + " for operand "
-                                    + x + " of type " + want);
-                        T prev = cot.get(x);
-                        T next = prev == null ? ct.get() : o.add(prev, ct.get());    // old + new
-                        cot.put(x, o.named(next, "g_" + x.name()));
-                    }
-                }
-            }
-        }
+        scan(fnName, fn.body().lets(), cot, dependsOn(fn, params), false, x -> "g_" + x.name(), p, o);
         List<T> grads = new ArrayList<>();
         for (Rhs.Param prm : fn.params()) {
             if (!prm.type().dtype().floating()) continue;                      // discrete: no adjoint
@@ -107,17 +60,100 @@ public final class ReverseScan {
     }
 
     /**
-     * The floating values of the body that are, or are computed from, a floating parameter (the
-     * values a gradient could be asked of); inputs and constants do not count.
+     * J·t, forward mode from the VJP rules by transposition (DESIGN §4): {@code rev} is a
+     * reverse-mode fn with a seed parameter u, its last, returning (R, g0, …, gk-1), each g_i linear
+     * in u (u ↦ g_i = J_iᵀu). The scan over rev's body with tangent t_i planted on g_i (added where
+     * two g_i are one value) answers u's cotangent, Σ_i J_i t_i. Only values computed from u receive
+     * cotangents: the pullback is linear in u, so the rules of its lets read only primals, and the
+     * first-order backward itself is never needed. A tangent a g_i does not depend on u for (a
+     * zeros gradient) contributes nothing; J·t is +0.0 zeros when no tangent reaches u.
+     *
+     * @param tangents t_i, one per floating parameter of the fn rev was made from, in order
      */
-    private static <T> Set<Var> dependsOnFloatingParams(Rhs.Fn fn, Primals<T> p) {
-        Set<Var> dep = new HashSet<>();
-        for (Rhs.Param prm : fn.params()) if (prm.type().dtype().floating()) dep.add(prm.name());
+    public static <T> T transpose(String fnName, Rhs.Fn rev, List<T> tangents, Primals<T> p, Ops<T> o) {
+        Var u = rev.params().getLast().name();
+        Var result = rev.body().result();
+        Let tuple = rev.body().binding(result);
+        if (tuple == null || !(tuple.rhs() instanceof Rhs.Tuple(List<Var> elems)) || elems.size() != tangents.size() + 1)
+            throw new IllegalStateException("transpose: " + fnName + "'s reverse-mode fn does not end in (R, g0, …)");
+        Set<Var> active = dependsOn(rev, Set.of(u));
+        java.util.function.Function<Var, String> name = x -> x.equals(u) ? "dot_" + elems.getFirst().name()
+                : x.name().startsWith("g_") ? "dot_" + x.name().substring(2) : "dot_" + x.name();
+        Map<Var, T> cot = new HashMap<>();
+        for (int i = 0; i < tangents.size(); i++) {
+            Var g = elems.get(i + 1);
+            if (!active.contains(g)) continue;
+            T prev = cot.get(g);
+            cot.put(g, o.named(prev == null ? tangents.get(i) : o.add(prev, tangents.get(i)), name.apply(g)));
+        }
+        scan(fnName, rev.body().lets(), cot, active, true, name, p, o);
+        T jt = cot.get(u);
+        return jt != null ? jt : o.named(o.fill(p.type(u), 0.0), name.apply(u));
+    }
+
+    /**
+     * The one loop: lets in reverse order, each that received a cotangent runs its rule, and the
+     * contributions go to its operands in operand order, {@code old + new}. {@code active} are the
+     * values a cotangent may be asked of (a rule's not-differentiated operand among them is refused);
+     * with {@code prune}, contributions to other values are dropped.
+     */
+    private static <T> void scan(String fnName, List<Let> lets, Map<Var, T> cot, Set<Var> active, boolean prune,
+                                 java.util.function.Function<Var, String> name, Primals<T> p, Ops<T> o) {
+        for (int li = lets.size() - 1; li >= 0; li--) {
+            Let let = lets.get(li);
+            T g = null;
+            for (Var b : let.binders()) if (cot.containsKey(b)) { g = cot.get(b); break; }
+            if (g == null) continue;                                          // never received a cotangent
+            if (!(let.rhs() instanceof Instr ins))                           // Inline.flatten leaves instructions only
+                throw new IllegalStateException("let " + let.displayName() + " of " + fnName
+                        + " is not an instruction: the body was not flattened (Inline.flatten)");
+            if (let.destructure())
+                throw refused(new Refusal.NotAnAdSpine(ins.op() + " makes several values; reverse mode differentiates "
+                        + "instructions of one result"), let);
+            if (let.temporary())
+                throw refused(new Refusal.NotAnAdSpine(
+                        "a nested expression (method chain) receives a cotangent; children of a differentiated node must be Vars: split it into one let per operation"), let);
+            switch (Vjp.of(ins, p, p.of(let.var()), g, o)) {
+                case Pullback.Refused<T> r -> throw refused(r.why(), let);
+                case Pullback.Cotangents<T> c -> {
+                    List<Var> xs = ins.operands();
+                    if (c.perOperand().size() != xs.size())
+                        throw new IllegalStateException("VJP of " + ins.op() + " answered " + c.perOperand().size()
+                                + " cotangents for " + xs.size() + " operands");
+                    for (int i : new java.util.TreeSet<>(c.notDifferentiated())) {
+                        Var x = xs.get(i);
+                        if (active.contains(x)) throw refused(new Refusal.NotDifferentiated(x.name(), ins.op()), let);
+                    }
+                    for (int i = 0; i < xs.size(); i++) {
+                        Optional<T> ct = c.perOperand().get(i);
+                        if (ct.isEmpty()) continue;                            // a data operand
+                        Var x = xs.get(i);
+                        if (prune && !active.contains(x)) continue;
+                        TensorType want = p.type(x);
+                        TensorType got = o.type(ct.get());
+                        if (!want.equals(got))
+                            throw new IllegalStateException("VJP of " + ins.op() + " gave " + got + " for operand "
+                                    + x + " of type " + want);
+                        T prev = cot.get(x);
+                        T next = prev == null ? ct.get() : o.add(prev, ct.get());    // old + new
+                        cot.put(x, o.named(next, name.apply(x)));
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * The values of the body that are, or are computed from, one of {@code from} (the values a
+     * gradient could be asked of); inputs and constants do not count.
+     */
+    private static Set<Var> dependsOn(Rhs.Fn fn, Set<Var> from) {
+        Set<Var> dep = new HashSet<>(from);
         for (Let let : fn.body().lets()) {
             List<Var> reads = switch (let.rhs()) {
                 case Instr i -> i.operands();
                 case Rhs.Call c -> c.args();
-                case Rhs.Handle h -> h.args();
+                case Rhs.Handle h -> h.reads();
                 case Rhs.Tuple t -> t.elems();
                 case Rhs.Fn _ -> List.of();
             };

@@ -129,6 +129,8 @@ public final class Vjp {
             case ScatterAlongAxis(var axis, _, var ids, _) -> valuesOnly(o.takeAlongAxis(g, p.of(ids), axis));
             case AttentionProbs a -> attentionProbs(a, p, y, g, o);
             case AttentionProduct(var a, var b, var op, var form) -> attentionProduct(form, op, p.of(a), p.of(b), g, o);
+            // the plan's fusions exist only in planned programs, which are never differentiated
+            case Fused f -> refuse(new Refusal.Unavailable(f.op() + ": a plan fusion, made after AD; differentiate the program it was made from"));
         };
     }
 
@@ -326,10 +328,15 @@ public final class Vjp {
         return new ProbsGrad<>(dq, dk, dsk);
     }
 
-    /** Σ of g over every axis where {@code to} has 1 and g does not, keepdims, in increasing axis. */
+    /**
+     * g summed down to {@code to}, the adjoint of broadcast: first over g's leading axes that
+     * {@code to} lacks (axis 0, dropped, once per new axis), then over every axis where {@code to}
+     * has 1 and g does not, keepdims, in increasing axis.
+     */
     static <T> T sumTo(Ops<T> o, T g, Shape to) {
-        Shape gs = o.type(g).shape();
         T acc = g;
+        for (int k = o.type(g).rank() - to.rank(); k > 0; k--) acc = o.sum(acc, 0, false);
+        Shape gs = o.type(acc).shape();
         for (int ax = 0; ax < to.rank(); ax++)
             if (to.dim(ax) == 1 && gs.dim(ax) != 1) acc = o.sum(acc, ax, true);
         return acc;

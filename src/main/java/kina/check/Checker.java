@@ -27,8 +27,10 @@ import kina.ir.Var;
 public final class Checker {
     private Checker() {}
 
-    /** A bound name: its type and where it was bound. */
-    private record Binding(Type type, Pos pos) {}
+    /** A bound name: its type, where it was bound, and for a fn let the fn (for messages naming its parameters). */
+    private record Binding(Type type, Pos pos, Rhs.Fn fn) {
+        Binding(Type type, Pos pos) { this(type, pos, null); }
+    }
 
     /** One scope: the top level (parent null) or a fn body with its params. */
     private static final class Scope {
@@ -80,6 +82,8 @@ public final class Checker {
             Typed t = rhs(let, s);
             if (let.destructure()) destructure(let, t.type(), s);
             else bind(s, let.var(), t.type(), let.pos(), let, opName(let.rhs()));
+            if (t.rhs() instanceof Rhs.Fn fn && !let.destructure())
+                s.names.put(let.var(), new Binding(t.type(), let.pos(), fn));
             typed.add(let.withRhs(t.rhs()).withType(t.type()));
         }
         Type result = result(b, s, fnLet);
@@ -106,16 +110,37 @@ public final class Checker {
     private static void destructure(Let let, Type t, Scope s) {
         String op = opName(let.rhs());
         if (!(t instanceof Type.Tuple(var elems)))
-            throw TypeError.at(let, op, "cannot destructure " + t + ": not a tuple");
+            throw TypeError.at(let, op, "cannot destructure " + t + ": not a tuple" + discreteNote(let, s));
         if (elems.size() != let.binders().size())
             throw TypeError.at(let, op, "pattern binds " + let.binders().size() + " names but the tuple has "
-                    + elems.size() + " elements: " + t);
+                    + elems.size() + " elements: " + t + discreteNote(let, s));
         for (int i = 0; i < elems.size(); i++) {
             Var v = let.binders().get(i);
             for (int j = 0; j < i; j++)
                 if (let.binders().get(j).equals(v)) throw TypeError.at(let, op, v + " is bound twice in one pattern");
             bind(s, v, elems.get(i), let.pos(), let, op);
         }
+    }
+
+    /**
+     * Why a reverseMode handle has fewer elements than the pattern: its discrete parameters get no
+     * cotangent (Section 14 §3). Names them; empty for anything else.
+     */
+    private static String discreteNote(Let let, Scope s) {
+        if (!(let.rhs() instanceof Rhs.Handle(var f, var args, Rhs.Mode.ReverseMode _))) return "";
+        Binding b = lookup(s, f);
+        if (b == null || b.fn() == null) return "";
+        List<String> discrete = new ArrayList<>();
+        int floating = 0;
+        for (Rhs.Param p : b.fn().params())
+            if (p.type().dtype().floating()) floating++;
+            else discrete.add(p.name() + " : " + p.type());
+        if (discrete.isEmpty()) return "";
+        return "; handle " + f + " with reverseMode returns " + (floating == 0 ? "the result alone"
+                : "the result and " + floating + " cotangent" + (floating == 1 ? "" : "s")) + ": "
+                + (discrete.size() == 1 ? "parameter " : "parameters ") + String.join(", ", discrete) + " of " + f
+                + (discrete.size() == 1 ? " is" : " are") + " discrete, and I64 values get no cotangent"
+                + (floating == 0 ? " (bind the result alone: let " + let.binders().getFirst() + " = handle …)" : "");
     }
 
     private static void bind(Scope s, Var v, Type t, Pos pos, Let let, String op) {
@@ -133,7 +158,8 @@ public final class Checker {
                 Map<Var, TensorType> operands = new HashMap<>();
                 for (Var v : ins.operands()) operands.put(v, tensor(let, ins.op(), v, s));
                 try {
-                    yield new Typed(ins, TypeRules.infer(ins, operands::get));
+                    Instr norm = TypeRules.normalise(ins, operands::get);       // axis=-1 and the like, as NumPy
+                    yield new Typed(norm, TypeRules.result(norm, operands::get));
                 } catch (TypeRules.Mismatch m) {
                     throw TypeError.at(let, m.op(), m.getMessage());
                 }
@@ -144,10 +170,12 @@ public final class Checker {
                 arguments(let, "call", f, ft, args, s);
                 yield new Typed(let.rhs(), ft.result());
             }
-            case Rhs.Handle(var f, var args) -> {
+            case Rhs.Handle(var f, var args, var mode) -> {
                 Type.Fn ft = target(let, "handle", f, s);
                 arguments(let, "handle", f, ft, args, s);
-                yield new Typed(let.rhs(), handle(let, f, ft));
+                Type r = handle(let, f, ft, mode);
+                if (mode instanceof Rhs.Mode.ForwardMode(var tangents)) tangents(let, f, ft, tangents, s);
+                yield new Typed(let.rhs(), r);
             }
             case Rhs.Tuple(var elems) -> {
                 List<Type> ts = new ArrayList<>();
@@ -175,14 +203,43 @@ public final class Checker {
         return new Typed(new Rhs.Fn(fn.params(), fn.result(), body.block()), new Type.Fn(params, fn.result()));
     }
 
-    /** (R, g0, …, gk-1) over the k floating params, R alone when k = 0 (Section 14 §3). */
-    private static Type handle(Let let, Var f, Type.Fn ft) {
+    /**
+     * reverseMode: (R, g0, …, gk-1) over the k floating params, R alone when k = 0 (Section 14 §3);
+     * forwardMode: (R, J·t), the tangent of R's type.
+     */
+    private static Type handle(Let let, Var f, Type.Fn ft, Rhs.Mode mode) {
+        String name = mode instanceof Rhs.Mode.ForwardMode ? "forwardMode" : "reverseMode";
         if (!(ft.result() instanceof TensorType r))
-            throw TypeError.at(let, "handle", "reverseMode needs " + f + " to return one tensor, but it returns " + ft.result());
+            throw TypeError.at(let, "handle", name + " needs " + f + " to return one tensor, but it returns " + ft.result());
+        return mode instanceof Rhs.Mode.ForwardMode ? new Type.Tuple(List.of(r, r)) : reverseMode(ft);
+    }
+
+    /**
+     * The type of {@code handle f(…) with reverseMode} for a fn of type {@code ft}: (R, g0, …, gk-1)
+     * over its k floating params, R alone when k = 0 (Section 14 §3); null when f does not return
+     * one tensor.
+     */
+    public static Type reverseMode(Type.Fn ft) {
+        if (!(ft.result() instanceof TensorType r)) return null;
         List<Type> out = new ArrayList<>();
         out.add(r);
         for (TensorType p : ft.params()) if (p.dtype().floating()) out.add(p);
         return out.size() == 1 ? r : new Type.Tuple(out);
+    }
+
+    /** forwardMode's tangents: one per floating parameter of f, in order, each of that parameter's type. */
+    private static void tangents(Let let, Var f, Type.Fn ft, List<Var> tangents, Scope s) {
+        List<TensorType> floating = ft.params().stream().filter(p -> p.dtype().floating()).toList();
+        if (tangents.size() != floating.size())
+            throw TypeError.at(let, "handle", "forwardMode needs one tangent per floating parameter of " + f + " ("
+                    + floating.size() + (floating.isEmpty() ? "" : ": " + floating) + "), got " + tangents.size()
+                    + "; discrete parameters take none");
+        for (int i = 0; i < tangents.size(); i++) {
+            TensorType t = tensor(let, "handle", tangents.get(i), s);
+            if (!t.equals(floating.get(i)))
+                throw TypeError.at(let, "handle", "tangent " + (i + 1) + " of " + f + " (" + tangents.get(i) + ") has type " + t
+                        + ", its floating parameter has type " + floating.get(i));
+        }
     }
 
     private static void arguments(Let let, String op, Var f, Type.Fn ft, List<Var> args, Scope s) {

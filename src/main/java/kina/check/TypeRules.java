@@ -1,13 +1,18 @@
 package kina.check;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Function;
 import kina.ir.DType;
 import kina.ir.Instr;
+import kina.ir.Let;
 import kina.ir.Payload;
 import kina.ir.Perm;
 import kina.ir.Placement;
+import kina.ir.Rhs;
 import kina.ir.Shape;
 import kina.ir.TensorType;
+import kina.ir.Type;
 import kina.ir.Var;
 
 /**
@@ -17,7 +22,9 @@ import kina.ir.Var;
  *
  * <p>Sources: matmul Section 5 §3, gather Section 5 §4, take_along_axis Section 9 §4.2,
  * ScatterAlongAxis Section 10 §7.1, ScatterAdd Section 14 §7.1, the rest spec-notes §2. Shape
- * equality is structural; there is no implicit broadcast; negative axes are errors.
+ * equality is structural; there is no implicit broadcast. {@link #infer} takes axes and permutation
+ * entries in [0, rank); {@link #normalise} first maps NumPy's negative ones (−1 the last axis) there,
+ * which is what the checker does, so checked programs carry and print only non-negative axes.
  */
 public final class TypeRules {
     private TypeRules() {}
@@ -39,11 +46,72 @@ public final class TypeRules {
     }
 
     /**
+     * {@code ins} with every negative axis or permutation entry k in [−rank, 0) replaced by k + rank
+     * (NumPy's convention: −1 is the last axis), the rank being that of the operand the axis indexes
+     * (a scatter_along_axis's dest). Anything else, out-of-range values included, passes through for
+     * {@link #infer} to refuse by name.
+     */
+    public static Instr normalise(Instr ins, Function<Var, TensorType> typeOf) {
+        if (ins instanceof Instr.Sum(var x, var axis, var keep) && axis < 0)
+            return new Instr.Sum(x, fromEnd(axis, typeOf.apply(x).rank()), keep);
+        if (ins instanceof Instr.Softmax(var x, var axis) && axis < 0)
+            return new Instr.Softmax(x, fromEnd(axis, typeOf.apply(x).rank()));
+        if (ins instanceof Instr.LogSoftmax(var x, var axis) && axis < 0)
+            return new Instr.LogSoftmax(x, fromEnd(axis, typeOf.apply(x).rank()));
+        if (ins instanceof Instr.ArgMax(var x, var axis) && axis < 0)
+            return new Instr.ArgMax(x, fromEnd(axis, typeOf.apply(x).rank()));
+        if (ins instanceof Instr.TakeAlongAxis(var v, var i, var axis) && axis < 0)
+            return new Instr.TakeAlongAxis(v, i, fromEnd(axis, typeOf.apply(v).rank()));
+        if (ins instanceof Instr.ScatterAlongAxis(var axis, var u, var i, var dest) && axis < 0)
+            return new Instr.ScatterAlongAxis(fromEnd(axis, dest.rank()), u, i, dest);
+        if (ins instanceof Instr.Transpose(var x, var perm)) {
+            int r = typeOf.apply(x).rank();
+            int[] p = perm.axes();
+            boolean changed = false;
+            for (int k = 0; k < p.length; k++) {
+                int q = fromEnd(p[k], r);
+                changed |= q != p[k];
+                p[k] = q;
+            }
+            if (changed) return new Instr.Transpose(x, new Perm(p));
+        }
+        return ins;
+    }
+
+    /** k + rank for k in [−rank, 0), else k. */
+    private static int fromEnd(int k, int rank) { return k < 0 && k >= -rank ? k + rank : k; }
+
+    /**
      * The result type of {@code ins}, given the types of its operands.
      *
      * @throws Mismatch when a premise of the rule fails
      */
     public static TensorType infer(Instr ins, Function<Var, TensorType> typeOf) {
+        if (ins instanceof Instr.Fused f) {
+            List<TensorType> ts = fused(f, typeOf);
+            if (ts.size() != 1) throw new Mismatch(ins.op(), "makes " + ts.size() + " values: bind them with let ( … ) =");
+            return ts.getFirst();
+        }
+        return single(ins, typeOf);
+    }
+
+    /**
+     * The type of {@code ins}'s value: its tensor type, or a tuple of them for a fusion with
+     * several results (bound by a destructuring let).
+     *
+     * @throws Mismatch when a premise of the rule fails
+     */
+    public static Type result(Instr ins, Function<Var, TensorType> typeOf) {
+        List<TensorType> ts = results(ins, typeOf);
+        return ts.size() == 1 ? ts.getFirst() : new Type.Tuple(List.copyOf(ts));
+    }
+
+    /** The types of {@code ins}'s values, in order: one for every instruction but a fusion with several results. */
+    public static List<TensorType> results(Instr ins, Function<Var, TensorType> typeOf) {
+        return ins instanceof Instr.Fused f ? fused(f, typeOf) : List.of(single(ins, typeOf));
+    }
+
+    private static TensorType single(Instr ins, Function<Var, TensorType> typeOf) {
         String op = ins.op();
         return switch (ins) {
             // ---- constants
@@ -155,7 +223,98 @@ public final class TypeRules {
                 yield t.withShape(qs.prefix(r - 2).concat(o.heads(), qs.dim(r - 2), col ? 1 : l));
             }
             case Instr.AttentionProduct(var a, var b, var o, var form) -> attentionProduct(op, typeOf.apply(a), typeOf.apply(b), o, form);
+            case Instr.Fused f -> throw new IllegalArgumentException(f.op() + " is a fusion: TypeRules.results");
         };
+    }
+
+    // ---- the plan's fusions: each the rule of the composition it stands for ------------------
+
+    private static List<TensorType> fused(Instr.Fused ins, Function<Var, TensorType> typeOf) {
+        String op = ins.op();
+        return switch (ins) {
+            case Instr.MatmulT(var a, var b, var ta, var tb) -> List.of(matmulT(op, typeOf.apply(a), typeOf.apply(b), ta, tb));
+            case Instr.MatmulShared(var a, var bs, var ta, var tb) -> {
+                if (bs.size() < 2) throw new Mismatch(op, "shares one left operand among 2 or more products, got " + bs.size());
+                List<TensorType> out = new ArrayList<>();
+                for (Var b : bs) out.add(matmulT(op, typeOf.apply(a), typeOf.apply(b), ta, tb));
+                yield out;
+            }
+            case Instr.SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(op, typeOf.apply(p), typeOf.apply(dp), rowSums);
+            case Instr.AttentionSoftmaxGrad(var p, var g, var v, var x, var q, var o, var rowSums, var dv) -> {
+                TensorType dpt = attentionProduct(op, typeOf.apply(g), typeOf.apply(v), o, Instr.AttentionProduct.Form.QK);
+                List<TensorType> out = new ArrayList<>(softmaxGrad(op, typeOf.apply(p), dpt, rowSums));
+                TensorType ds = out.getFirst();
+                x.ifPresent(xv -> out.add(attentionProduct(op, ds, typeOf.apply(xv), o, Instr.AttentionProduct.Form.PK)));
+                q.ifPresent(qv -> out.add(attentionProduct(op, ds, typeOf.apply(qv), o, Instr.AttentionProduct.Form.PQ)));
+                if (dv) out.add(attentionProduct(op, typeOf.apply(p), typeOf.apply(g), o, Instr.AttentionProduct.Form.PQ));
+                yield out;
+            }
+            case Instr.AttentionWithProbs(var q, var k, var v, var sinks, var o, var probs, var shares) -> {
+                List<TensorType> out = new ArrayList<>(List.of(single(new Instr.Attention(q, k, v, sinks, o), typeOf)));
+                if (probs) out.add(single(new Instr.AttentionProbs(q, k, sinks, o, false), typeOf));
+                if (shares) out.add(single(new Instr.AttentionProbs(q, k, sinks, o, true), typeOf));
+                yield out;
+            }
+            case Instr.SwigluSigmoid(var g, var u) -> {
+                TensorType t = elementwise(op, "swiglu", typeOf.apply(g), typeOf.apply(u));
+                yield List.of(t, t);
+            }
+            case Instr.Elementwise(var inputs, var body) -> elementwiseBody(op, inputs, body, typeOf);
+        };
+    }
+
+    /** a @ b with a's (transA) or b's (transB) last two axes swapped first. */
+    private static TensorType matmulT(String op, TensorType a, TensorType b, boolean ta, boolean tb) {
+        TensorType at = ta ? transpose(op, a, Perm.lastTwo(a.rank())) : a, bt = tb ? transpose(op, b, Perm.lastTwo(b.rank())) : b;
+        return matmul(op, at, bt);
+    }
+
+    /** p and dp of one floating type, rank ≥ 1: ds like p[, d like p with the last dim 1]. */
+    private static List<TensorType> softmaxGrad(String op, TensorType p, TensorType dp, boolean rowSums) {
+        if (!p.equals(dp)) throw new Mismatch(op, "p and dp must have one type: p " + p + ", dp " + dp);
+        floating(op, p);
+        if (p.rank() < 1) throw new Mismatch(op, "needs rank >= 1, got " + p);
+        return rowSums ? List.of(p, p.withShape(p.shape().with(p.rank() - 1, 1))) : List.of(p);
+    }
+
+    /**
+     * The body of an elementwise fusion: one parameter per input, of its type; lets of elementwise
+     * instructions (neg, sqrt, add, sub, mul, div, maximum), broadcasts and reshapes; the result
+     * one of its values or a tuple of them.
+     */
+    private static List<TensorType> elementwiseBody(String op, List<Var> inputs, Rhs.Fn body, Function<Var, TensorType> typeOf) {
+        if (inputs.size() != body.params().size())
+            throw new Mismatch(op, inputs.size() + " inputs for a body of " + body.params().size() + " parameters");
+        java.util.Map<Var, TensorType> env = new java.util.HashMap<>();
+        for (int i = 0; i < inputs.size(); i++) {
+            TensorType t = typeOf.apply(inputs.get(i)), want = body.params().get(i).type();
+            if (!t.equals(want)) throw new Mismatch(op, "input " + inputs.get(i) + " is " + t + ", its parameter " + body.params().get(i).name() + " " + want);
+            env.put(body.params().get(i).name(), t);
+        }
+        List<Var> result = List.of(body.body().result());
+        for (Let l : body.body().lets()) {
+            if (l.rhs() instanceof Rhs.Tuple(var elems) && l.binders().contains(body.body().result())) { result = elems; continue; }
+            if (!(l.rhs() instanceof Instr i) || l.destructure()
+                    || !(i instanceof Instr.Neg || i instanceof Instr.Sqrt || i instanceof Instr.Add || i instanceof Instr.Sub
+                         || i instanceof Instr.Mul || i instanceof Instr.Div || i instanceof Instr.Maximum || i instanceof Instr.Broadcast
+                         || i instanceof Instr.Reshape))
+                throw new Mismatch(op, "the body holds only neg, sqrt, add, sub, mul, div, maximum, broadcast and reshape lets, not " + l.rhs());
+            env.put(l.var(), single(i, v -> {
+                TensorType t = env.get(v);
+                if (t == null) throw new Mismatch(op, "the body reads " + v + ", which is not its own");
+                return t;
+            }));
+        }
+        List<TensorType> out = new ArrayList<>();
+        for (Var v : result) {
+            TensorType t = env.get(v);
+            if (t == null) throw new Mismatch(op, "the body's result " + v + " is not one of its values");
+            out.add(t);
+        }
+        Type declared = body.result();
+        Type got = out.size() == 1 ? out.getFirst() : new Type.Tuple(List.copyOf(out));
+        if (!got.equals(declared)) throw new Mismatch(op, "the body computes " + got + " but declares " + declared);
+        return out;
     }
 
     // ---- constants --------------------------------------------------------------------------
@@ -230,25 +389,37 @@ public final class TypeRules {
     private static TensorType transpose(String op, TensorType x, Perm perm) {
         if (perm.rank() != x.rank() || !perm.valid())
             throw new Mismatch(op, "perm " + perm + " is not a permutation of 0.." + (x.rank() - 1)
-                    + " for " + x + " (rank " + x.rank() + ")");
+                    + " for " + x + " (rank " + x.rank() + "; an entry may also count from the end, -1 the last axis)");
         return x.withShape(perm.apply(x.shape()));
     }
 
+    /**
+     * NumPy's broadcast: x's dims align with the last x.rank() dims of {@code to}, each 1 (expanded)
+     * or equal; the leading dims of {@code to} are new axes. The rank may grow, never shrink.
+     */
     private static TensorType broadcast(String op, TensorType x, Shape to) {
-        if (x.rank() != to.rank())
-            throw new Mismatch(op, "ranks differ: " + x + " to " + to + " (" + x.rank() + " vs " + to.rank() + ")");
-        for (int i = 0; i < to.rank(); i++) {
+        if (x.rank() > to.rank())
+            throw new Mismatch(op, "cannot drop axes: " + x + " to " + to + " (rank " + x.rank() + " to " + to.rank()
+                    + "); sum over the axes to drop instead");
+        int lead = to.rank() - x.rank();
+        for (int i = 0; i < x.rank(); i++) {
             long d = x.shape().dim(i);
-            if (d != 1 && d != to.dim(i))
-                throw new Mismatch(op, "axis " + i + " of " + x + " is " + d + ", neither 1 nor " + to.dim(i) + " (target " + to + ")");
+            if (d != 1 && d != to.dim(lead + i))
+                throw new Mismatch(op, "axis " + i + " of " + x + " is " + d + ", neither 1 nor " + to.dim(lead + i)
+                        + " (target " + to + (lead > 0 ? ", whose axis " + (lead + i) + " it meets: dims align from the end" : "") + ")");
         }
         return x.withShape(to);
     }
 
-    /** 0 ≤ axis < rank. */
+    /** 0 ≤ axis < rank (after {@link #normalise}). */
     private static void axis(String op, TensorType t, int axis) {
         if (axis < 0 || axis >= t.rank())
-            throw new Mismatch(op, "axis " + axis + " out of range for " + t + " (rank " + t.rank() + ")");
+            throw new Mismatch(op, "axis " + axis + " out of range for " + t + " (rank " + t.rank() + axes(t.rank()) + ")");
+    }
+
+    /** What axes a rank has, for messages. */
+    private static String axes(int rank) {
+        return rank == 0 ? ": it has no axes" : ": axes are 0.." + (rank - 1) + ", or -" + rank + "..-1 counted from the end";
     }
 
     private static TensorType integer(String op, TensorType t) {
@@ -421,11 +592,15 @@ public final class TypeRules {
         return dest;
     }
 
-    /** updates T ρ, indices I64 ρ, dest T σ, ρ = σ without axis, |σ| ≥ 2, host (Section 10 §7.1). */
+    /**
+     * updates T ρ, indices I64 ρ, dest T σ, ρ = σ without axis, |σ| ≥ 1, host (Section 10 §7.1, which
+     * writes |σ| ≥ 2; rank 1 is admitted so that it is the adjoint of every take_along_axis, whose values
+     * may have rank 1 with a rank-0 index).
+     */
     private static TensorType scatterAlongAxis(String op, int axis, TensorType u, TensorType i, TensorType dest) {
         String all = "axis " + axis + ", updates " + u + ", indices " + i + ", dest " + dest;
-        if (dest.rank() < 2) throw new Mismatch(op, "dest needs rank >= 2: " + all);
-        if (axis < 0 || axis >= dest.rank()) throw new Mismatch(op, "axis " + axis + " out of range for rank " + dest.rank() + ": " + all);
+        if (axis < 0 || axis >= dest.rank())
+            throw new Mismatch(op, "axis " + axis + " out of range for rank " + dest.rank() + axes(dest.rank()) + ": " + all);
         Shape rho = dest.shape().drop(axis);
         indices(op, i);
         if (!u.shape().equals(rho) || !i.shape().equals(rho))

@@ -31,9 +31,17 @@ import kina.ir.Var;
  */
 public final class Interpreter {
 
-    /** How {@code handle f(args) with reverseMode} is answered: (R, g0, …, gk−1), or R when k = 0. */
+    /**
+     * How {@code handle f(args) with reverseMode} is answered: (R, g0, …, gk−1), or R when k = 0; and
+     * {@code handle f(args) with forwardMode(tangents)}: (R, J·t).
+     */
     public interface ReverseMode {
         Value apply(Interpreter in, Value.Closure f, List<Value> args, Let at);
+
+        /** {@code with forwardMode(tangents)}; the default refuses it. */
+        default Value forward(Interpreter in, Value.Closure f, List<Value> args, List<Value> tangents, Let at) {
+            throw new EvalError(handleText(at) + ": forward mode is not available in this interpreter");
+        }
 
         /** The default: {@code handle f(…) with reverseMode: reverse mode is not available in this interpreter}. */
         ReverseMode UNAVAILABLE = (in, f, args, at) -> {
@@ -121,15 +129,25 @@ public final class Interpreter {
                 List<Value> args = values(h.args(), env);
                 refuseType("handle " + h.fn(), let.type());
                 for (Rhs.Param p : f.fn().params()) Kernels.requireHost("handle " + h.fn(), p.type());
-                yield reverseMode.apply(this, f, args, let);
+                yield switch (h.mode()) {
+                    case Rhs.Mode.ReverseMode _ -> reverseMode.apply(this, f, args, let);
+                    case Rhs.Mode.ForwardMode(List<Var> tangents) -> reverseMode.forward(this, f, args, values(tangents, env), let);
+                };
             }
             case Rhs.Tuple t -> new Value.Tuple(values(t.elems(), env));
         };
     }
 
-    /** An instruction's value: an input's payload by the let's name, else its reference kernel (the one dispatch). */
-    private Tensor instr(Let let, Instr ins, Map<Var, Value> env) {
+    /**
+     * An instruction's value: an input's payload by the let's name, a plan fusion's values (a tuple
+     * when it makes several), else its reference kernel through the one dispatch.
+     */
+    private Value instr(Let let, Instr ins, Map<Var, Value> env) {
         if (ins instanceof Instr.Input(TensorType t)) return input(let, t);
+        if (ins instanceof Instr.Fused f) {
+            List<Tensor> out = Kernels.fused(f, v -> tensor(env, v));
+            return out.size() == 1 ? out.getFirst() : new Value.Tuple(List.copyOf(out));
+        }
         return Eager.INSTANCE.apply(ins, v -> tensor(env, v));
     }
 
@@ -192,10 +210,15 @@ public final class Interpreter {
 
     /** {@code handle f(a, b) with reverseMode}, for messages. */
     static String handleText(Let at) {
-        if (at != null && at.rhs() instanceof Rhs.Handle(Var fn, List<Var> args))
-            return "handle " + fn + args.stream().map(Var::name).collect(Collectors.joining(", ", "(", ")")) + " with reverseMode";
+        if (at != null && at.rhs() instanceof Rhs.Handle(Var fn, List<Var> args, Rhs.Mode mode))
+            return "handle " + fn + names(args) + " with " + switch (mode) {
+                case Rhs.Mode.ReverseMode _ -> "reverseMode";
+                case Rhs.Mode.ForwardMode(List<Var> tangents) -> "forwardMode" + names(tangents);
+            };
         return "handle … with reverseMode";
     }
+
+    private static String names(List<Var> vs) { return vs.stream().map(Var::name).collect(Collectors.joining(", ", "(", ")")); }
 
     // ---- environment --------------------------------------------------------------------------
 

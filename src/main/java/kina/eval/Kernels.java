@@ -2,15 +2,21 @@ package kina.eval;
 
 import kina.kernels.KinaMath;
 import kina.kernels.Matmul;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 import kina.ir.DType;
 import kina.ir.Instr;
 import kina.ir.Instr.*;
+import kina.ir.Let;
 import kina.ir.Payload;
 import kina.ir.Perm;
 import kina.ir.Placement;
+import kina.ir.Rhs;
 import kina.ir.Shape;
 import kina.ir.TensorType;
 import kina.ir.Var;
@@ -98,7 +104,71 @@ public final class Kernels {
             case SetRows(var t, var i, var rows) -> setRows(x.apply(t), x.apply(i), x.apply(rows));
             case ScatterAdd(var u, var i, var dest) -> scatterAdd(x.apply(u), x.apply(i), dest);
             case ScatterAlongAxis(var axis, var u, var i, var dest) -> scatterAlongAxis(axis, x.apply(u), x.apply(i), dest);
+            case Fused f -> {
+                List<Tensor> out = fused(f, x);
+                if (out.size() != 1) throw new IllegalArgumentException(f.op() + " makes " + out.size() + " values: Kernels.fused");
+                yield out.getFirst();
+            }
         };
+    }
+
+    /**
+     * The reference kernel of a plan fusion: the composition it stands for, run instruction by
+     * instruction in the same order (so its bits are the composition's); its values in the
+     * order of {@link Fused#results}.
+     */
+    public static List<Tensor> fused(Fused ins, Function<Var, Tensor> x) {
+        return switch (ins) {
+            case MatmulT(var a, var b, var ta, var tb) -> List.of(matmulT(x.apply(a), x.apply(b), ta, tb));
+            case MatmulShared(var a, var bs, var ta, var tb) -> {
+                List<Tensor> out = new ArrayList<>();
+                for (Var b : bs) out.add(matmulT(x.apply(a), x.apply(b), ta, tb));
+                yield out;
+            }
+            case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(x.apply(p), x.apply(dp), rowSums);
+            case AttentionSoftmaxGrad(var p, var g, var v, var xs, var q, var o, var rowSums, var dv) -> {
+                Tensor pt = x.apply(p), gt = x.apply(g);
+                List<Tensor> out = new ArrayList<>(softmaxGrad(pt, attentionProduct(gt, x.apply(v), o, AttentionProduct.Form.QK), rowSums));
+                Tensor ds = out.getFirst();
+                xs.ifPresent(xv -> out.add(attentionProduct(ds, x.apply(xv), o, AttentionProduct.Form.PK)));
+                q.ifPresent(qv -> out.add(attentionProduct(ds, x.apply(qv), o, AttentionProduct.Form.PQ)));
+                if (dv) out.add(attentionProduct(pt, gt, o, AttentionProduct.Form.PQ));
+                yield out;
+            }
+            case AttentionWithProbs(var q, var k, var v, var sinks, var o, var probs, var shares) -> {
+                Tensor qt = x.apply(q), kt = x.apply(k), st = opt(x, sinks);
+                List<Tensor> out = new ArrayList<>(List.of(attention(qt, kt, x.apply(v), st, o)));
+                if (probs) out.add(attentionProbs(qt, kt, st, o, false));
+                if (shares) out.add(attentionProbs(qt, kt, st, o, true));
+                yield out;
+            }
+            case SwigluSigmoid(var g, var u) -> List.of(swiglu(x.apply(g), x.apply(u)), sigmoid(x.apply(g)));
+            case Elementwise(var inputs, var body) -> {
+                Map<Var, Tensor> env = new HashMap<>();
+                for (int i = 0; i < inputs.size(); i++) env.put(body.params().get(i).name(), x.apply(inputs.get(i)));
+                List<Var> result = List.of(body.body().result());
+                for (Let l : body.body().lets()) {
+                    if (l.rhs() instanceof Rhs.Tuple(var elems)) { result = elems; continue; }
+                    env.put(l.var(), apply((Instr) l.rhs(), env::get));
+                }
+                List<Tensor> out = new ArrayList<>();
+                for (Var v : result) out.add(env.get(v));
+                yield out;
+            }
+        };
+    }
+
+    /** a @ b with either operand's last two axes swapped first: transpose, then matmul. */
+    private static Tensor matmulT(Tensor a, Tensor b, boolean ta, boolean tb) {
+        return matmul(ta ? transpose(a, Perm.lastTwo(a.type().rank())) : a, tb ? transpose(b, Perm.lastTwo(b.type().rank())) : b);
+    }
+
+    /** The softmax VJP over the last axis as the rule writes it: p ⊙ (dp − broadcast(Σ_last p ⊙ dp)); and the row sums. */
+    private static List<Tensor> softmaxGrad(Tensor p, Tensor dp, boolean rowSums) {
+        Shape s = p.type().shape();
+        Tensor d = sum(mul(p, dp), s.rank() - 1, true);
+        Tensor ds = mul(p, sub(dp, broadcast(d, s)));
+        return rowSums ? List.of(ds, d) : List.of(ds);
     }
 
     /** The tensor of an optional operand, or null when absent. */
@@ -384,14 +454,18 @@ public final class Kernels {
         return strided("transpose", x, x.type().withShape(perm.apply(s)), src);
     }
 
-    /** {@code x.broadcast(to)}: same rank, each source dim 1 (expanded) or equal to the target dim. */
+    /**
+     * {@code x.broadcast(to)} as NumPy broadcasts: x's dims align with the last dims of {@code to},
+     * each 1 (expanded) or equal; the leading dims of {@code to} are new axes. A pure copy.
+     */
     public static Tensor broadcast(Tensor x, Shape to) {
         Shape s = x.shape();
-        check(to.rank() == s.rank(), "broadcast: " + s + " to " + to + " changes the rank");
-        long[] inStride = s.strides(), src = new long[s.rank()];
+        check(to.rank() >= s.rank(), "broadcast: " + s + " to " + to + " drops axes");
+        int lead = to.rank() - s.rank();
+        long[] inStride = s.strides(), src = new long[to.rank()];      // new leading axes: stride 0
         for (int i = 0; i < s.rank(); i++) {
-            check(s.dim(i) == 1 || s.dim(i) == to.dim(i), "broadcast: " + s + " does not expand to " + to);
-            src[i] = s.dim(i) == 1 ? 0 : inStride[i];
+            check(s.dim(i) == 1 || s.dim(i) == to.dim(lead + i), "broadcast: " + s + " does not expand to " + to);
+            src[lead + i] = s.dim(i) == 1 ? 0 : inStride[i];
         }
         return strided("broadcast", x, x.type().withShape(to), src);
     }

@@ -51,6 +51,17 @@ public sealed interface Instr extends Rhs {
     /** Reads or writes by I64 indices, which are checked at run time (they can trap). */
     sealed interface Indexing extends Instr {}
 
+    /**
+     * The plan's fusions: IR-internal instructions that only the planner's rewrite table makes,
+     * after AD. Each stands for a composition of the instructions above, which its reference
+     * kernel computes in the same order (so its bits are the composition's); one with several
+     * results is bound by a destructuring let. The typed Ops vocabulary does not include them.
+     */
+    sealed interface Fused extends Instr {
+        /** How many values it makes (its results, in the order its doc gives). */
+        int results();
+    }
+
     // ---- constants ------------------------------------------------------------------------
     /** {@code tensor<T, σ, @p>}: an input whose payload is supplied at run time, by the let's name. */
     record Input(TensorType type) implements Constant {
@@ -240,7 +251,10 @@ public sealed interface Instr extends Rhs {
         public String op() { return "transpose"; }
     }
 
-    /** {@code x.broadcast([…])}: same rank, each source dim 1 or equal to the target dim. */
+    /**
+     * {@code x.broadcast([…])} as NumPy broadcasts: x's dims align with the last dims of the target,
+     * each 1 (expanded) or equal; the target's leading dims are new axes ([M, K] → [B, M, K]).
+     */
     record Broadcast(Var x, Shape to) implements Layout {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "broadcast"; }
@@ -367,7 +381,7 @@ public sealed interface Instr extends Rhs {
         public String op() { return "scatter_add"; }
     }
 
-    /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ): a select, no accumulation (Section 10 §7). */
+    /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ, rank ≥ 1): a select, no accumulation (Section 10 §7). */
     record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Indexing {
         public List<Var> operands() { return List.of(updates, indices); }
         public String op() { return "scatter_along_axis"; }
@@ -411,6 +425,88 @@ public sealed interface Instr extends Rhs {
 
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return form.op(); }
+    }
+
+    // ---- the plan's fusions ----------------------------------------------------------------
+    /**
+     * {@code %matmul_t(a, b, transpose_a=…, transpose_b=…)}: a @ b with either operand's last two
+     * axes swapped first, the composition {@code a.transpose(…) @ b} with the transpose not materialised.
+     */
+    record MatmulT(Var a, Var b, boolean transA, boolean transB) implements Fused {
+        public List<Var> operands() { return List.of(a, b); }
+        public String op() { return "matmul_t"; }
+        public int results() { return 1; }
+    }
+
+    /**
+     * {@code %matmul_shared(a, b₁, …, bₙ, transpose_a=…, transpose_b=…)}: the n ≥ 2 products
+     * a @ bᵢ (each as {@link MatmulT}) of one left operand, which is packed once for all of them;
+     * results in the order of the bᵢ.
+     */
+    record MatmulShared(Var a, List<Var> bs, boolean transA, boolean transB) implements Fused {
+        public MatmulShared { bs = List.copyOf(bs); }
+        public List<Var> operands() {
+            List<Var> l = new ArrayList<>(List.of(a));
+            l.addAll(bs);
+            return List.copyOf(l);
+        }
+        public String op() { return "matmul_shared"; }
+        public int results() { return bs.size(); }
+    }
+
+    /**
+     * {@code %softmax_grad(p, dp, row_sums=…)}: the softmax VJP over the last axis as one row pass,
+     * ds = p ⊙ (dp − d) with d = Σ_last (p ⊙ dp) (keepdims, summed in increasing index, broadcast);
+     * with row_sums also d. Results: ds[, d].
+     */
+    record SoftmaxGrad(Var p, Var dp, boolean rowSums) implements Fused {
+        public List<Var> operands() { return List.of(p, dp); }
+        public String op() { return "softmax_grad"; }
+        public int results() { return rowSums ? 2 : 1; }
+    }
+
+    /**
+     * {@code %attention_softmax_grad(p, g, v[, x][, q], …, row_sums=…, dv=…)}: the softmax VJP of
+     * attention's probabilities p with dp = attention_qk(g, v) made inside it, ds =
+     * softmax_grad(p, dp); with row_sums also d; with x also dq = attention_pk(ds, x); with q also
+     * dk = attention_pq(ds, q); with dv also dv = attention_pq(p, g). Results: ds[, d][, dq][, dk][, dv].
+     */
+    record AttentionSoftmaxGrad(Var p, Var g, Var v, Optional<Var> x, Optional<Var> q, AttnOpts opts,
+                                boolean rowSums, boolean dv) implements Fused {
+        public List<Var> operands() { return present(List.of(p, g, v), x, q); }
+        public String op() { return "attention_softmax_grad"; }
+        public int results() { return 1 + (rowSums ? 1 : 0) + (x.isPresent() ? 1 : 0) + (q.isPresent() ? 1 : 0) + (dv ? 1 : 0); }
+    }
+
+    /**
+     * {@code %attention_with_probs(q, k, v[, sinks], …, probs=…, shares=…)}: attention(q, k, v[, sinks])
+     * and, computed once with it, attention_probs(q, k[, sinks]) (probs) and its sink shares
+     * (shares, sink_column). Results: out[, probs][, shares].
+     */
+    record AttentionWithProbs(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts, boolean probs, boolean shares)
+            implements Fused {
+        public List<Var> operands() { return present(List.of(q, k, v), sinks); }
+        public String op() { return "attention_with_probs"; }
+        public int results() { return 1 + (probs ? 1 : 0) + (shares ? 1 : 0); }
+    }
+
+    /** {@code %swiglu_sigmoid(gate, up)}: (gate.swiglu(up), gate.sigmoid()), σ computed once. */
+    record SwigluSigmoid(Var gate, Var up) implements Fused {
+        public List<Var> operands() { return List.of(gate, up); }
+        public String op() { return "swiglu_sigmoid"; }
+        public int results() { return 2; }
+    }
+
+    /**
+     * {@code %elementwise(x₁, …, xₙ, fn(…) -> … { … })}: the fn applied to the inputs, a chain of
+     * elementwise instructions (neg, sqrt, add, sub, mul, div, maximum) and broadcasts of its
+     * parameters that the plan runs as one pass over the elements; its results are the fn's.
+     */
+    record Elementwise(List<Var> inputs, Rhs.Fn body) implements Fused {
+        public Elementwise { inputs = List.copyOf(inputs); }
+        public List<Var> operands() { return inputs; }
+        public String op() { return "elementwise"; }
+        public int results() { return body.result() instanceof Type.Tuple t ? t.elems().size() : 1; }
     }
 
     /** The fixed operands, then the optional ones that are present, in order. */

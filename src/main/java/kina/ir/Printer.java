@@ -14,7 +14,7 @@ import java.util.stream.Collectors;
  * ({@code let x = e in}), the result on its own line. Floats print with {@link Double#toString}
  * (round trips exactly; {@code inf}, {@code -inf}, {@code nan} for the non-finite), I64 and I1
  * payloads as integers. IR-internal instructions print in a marked form
- * ({@code %scatter_add(u, ids, T)}).
+ * ({@code %scatter_add(u, ids, T)}), which the parser reads back.
  */
 public final class Printer {
     private Printer() {}
@@ -67,8 +67,11 @@ public final class Printer {
                             + resultType(result) + " {\n" + block(body, indent + 1) + "  ".repeat(indent) + "}",
                     EXPR);
             case Rhs.Call(Var fn, List<Var> args) -> new Printed(fn.name() + list(args, o), ATOM);
-            case Rhs.Handle(Var fn, List<Var> args) ->
-                    new Printed("handle " + fn.name() + list(args, o) + " with reverseMode", EXPR);
+            case Rhs.Handle(Var fn, List<Var> args, Rhs.Mode mode) -> new Printed("handle " + fn.name() + list(args, o) + " with "
+                    + switch (mode) {
+                        case Rhs.Mode.ReverseMode _ -> "reverseMode";
+                        case Rhs.Mode.ForwardMode(List<Var> tangents) -> "forwardMode" + list(tangents, o);
+                    }, EXPR);
             case Rhs.Tuple(List<Var> elems) -> {
                 if (elems.size() < 2)
                     throw new IllegalArgumentException("a tuple of " + elems.size() + " elements has no surface form");

@@ -3,9 +3,9 @@ package kina.ir;
 import java.util.List;
 
 /**
- * The right-hand side of a let: a tensor instruction, a function, a call, a reverseMode handle,
- * or a tuple. Every child is a {@link Var}: nested surface expressions are bound to temporaries
- * by the parser (see {@link Var#temporary()}).
+ * The right-hand side of a let: a tensor instruction, a function, a call, a reverseMode or
+ * forwardMode handle, or a tuple. Every child is a {@link Var}: nested surface expressions are
+ * bound to temporaries by the parser (see {@link Var#temporary()}).
  */
 public sealed interface Rhs permits Instr, Rhs.Fn, Rhs.Call, Rhs.Handle, Rhs.Tuple {
 
@@ -27,10 +27,37 @@ public sealed interface Rhs permits Instr, Rhs.Fn, Rhs.Call, Rhs.Handle, Rhs.Tup
 
     /**
      * {@code handle f(a, b, …) with reverseMode}: the value of f and the cotangents of its floating
-     * parameters, {@code (R, g0, …, gk-1)}, or R when k = 0 (Section 14 §3).
+     * parameters, {@code (R, g0, …, gk-1)}, or R when k = 0 (Section 14 §3). With
+     * {@code forwardMode(t0, …, tk-1)}, one tangent per floating parameter: {@code (R, J·t)}, the
+     * value and its directional derivative Σ_i ∂R/∂p_i · t_i.
      */
-    record Handle(Var fn, List<Var> args) implements Rhs {
-        public Handle { args = List.copyOf(args); }
+    record Handle(Var fn, List<Var> args, Mode mode) implements Rhs {
+        public Handle {
+            args = List.copyOf(args);
+            if (mode == null) throw new IllegalArgumentException("a handle needs a mode");
+        }
+
+        /** {@code handle f(args) with reverseMode}. */
+        public Handle(Var fn, List<Var> args) { this(fn, args, new Mode.ReverseMode()); }
+
+        /** The values it reads: the arguments, then the tangents of a forwardMode handle. */
+        public List<Var> reads() {
+            if (!(mode instanceof Mode.ForwardMode(List<Var> tangents))) return args;
+            List<Var> all = new java.util.ArrayList<>(args);
+            all.addAll(tangents);
+            return List.copyOf(all);
+        }
+    }
+
+    /** The handler of a {@link Handle}: which derivative it answers. */
+    sealed interface Mode {
+        /** {@code with reverseMode}: the cotangents of the floating parameters for the seed ones of R. */
+        record ReverseMode() implements Mode {}
+
+        /** {@code with forwardMode(t0, …)}: J·t for one tangent per floating parameter, in order. */
+        record ForwardMode(List<Var> tangents) implements Mode {
+            public ForwardMode { tangents = List.copyOf(tangents); }
+        }
     }
 
     /** {@code (a, b, …)}: a flat tuple of tensors. */

@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Function;
 import kina.ir.Instr.*;
 
@@ -22,13 +23,18 @@ import kina.ir.Instr.*;
 public final class Syntax {
     private Syntax() {}
 
+    /** The reserved words of the grammar: no name may be one of them. */
+    public static final Set<String> KEYWORDS = Set.of(
+            "let", "in", "fn", "handle", "with", "reverseMode", "forwardMode", "tensor", "payload",
+            "ones", "zeros", "fill", "true", "false");
+
     /** What a positional argument is. The receiver of a method is its first TENSOR. */
     public enum Arg {
         /** A tensor expression. */
         TENSOR,
         /** A tensor expression, or absent when {@code )} or a keyword argument comes next. */
         OPT_TENSOR,
-        /** The remaining tensor expressions, one or more. */
+        /** Tensor expressions, zero or more, up to a keyword argument, a fn literal or {@code )}. */
         TENSORS,
         /** A shape {@code [d, …]}. */
         SHAPE,
@@ -224,7 +230,48 @@ public final class Syntax {
             internal("attention_probs", List.of(T, T, OPT), concat(ATTENTION, shown("sink_column", KwKind.BOOL, false)),
                     a -> new AttentionProbs(a.var(0), a.var(1), a.opt(2), attnOpts(a), a.bool("sink_column")),
                     AttentionProbs.class, i -> args(Arrays.asList(i.q(), i.k(), i.sinks().orElse(null)), attnKw(i.opts(), "sink_column", i.sinkColumn()))),
-            product(AttentionProduct.Form.QK), product(AttentionProduct.Form.PK), product(AttentionProduct.Form.PQ));
+            product(AttentionProduct.Form.QK), product(AttentionProduct.Form.PK), product(AttentionProduct.Form.PQ),
+            // ---- IR-internal: the plan's fusions, made by its rewrite table
+            internal("matmul_t", List.of(T, T), List.of(shown("transpose_a", KwKind.BOOL, false), shown("transpose_b", KwKind.BOOL, false)),
+                    a -> new MatmulT(a.var(0), a.var(1), a.bool("transpose_a"), a.bool("transpose_b")),
+                    MatmulT.class, i -> args(List.of(i.a(), i.b()), kws("transpose_a", i.transA(), "transpose_b", i.transB()))),
+            internal("matmul_shared", List.of(T, Arg.TENSORS), List.of(shown("transpose_a", KwKind.BOOL, false), shown("transpose_b", KwKind.BOOL, false)),
+                    a -> new MatmulShared(a.var(0), a.vars(1), a.bool("transpose_a"), a.bool("transpose_b")),
+                    MatmulShared.class, i -> args(List.of(i.a(), i.bs()), kws("transpose_a", i.transA(), "transpose_b", i.transB()))),
+            internal("softmax_grad", List.of(T, T), List.of(shown("row_sums", KwKind.BOOL, false)),
+                    a -> new SoftmaxGrad(a.var(0), a.var(1), a.bool("row_sums")),
+                    SoftmaxGrad.class, i -> args(List.of(i.p(), i.dp()), kws("row_sums", i.rowSums()))),
+            internal("attention_softmax_grad", List.of(T, T, T, Arg.TENSORS), concat(ATTENTION, shown("row_sums", KwKind.BOOL, false),
+                            shown("dq", KwKind.BOOL, false), shown("dk", KwKind.BOOL, false), shown("dv", KwKind.BOOL, false)),
+                    Syntax::attentionSoftmaxGrad,
+                    AttentionSoftmaxGrad.class, i -> args(List.of(i.p(), i.g(), i.v(), present(i.x(), i.q())),
+                            attnKw(i.opts(), "row_sums", i.rowSums(), "dq", i.x().isPresent(), "dk", i.q().isPresent(), "dv", i.dv()))),
+            internal("attention_with_probs", List.of(T, T, T, OPT), concat(ATTENTION, shown("probs", KwKind.BOOL, false), shown("shares", KwKind.BOOL, false)),
+                    a -> new AttentionWithProbs(a.var(0), a.var(1), a.var(2), a.opt(3), attnOpts(a), a.bool("probs"), a.bool("shares")),
+                    AttentionWithProbs.class, i -> args(Arrays.asList(i.q(), i.k(), i.v(), i.sinks().orElse(null)),
+                            attnKw(i.opts(), "probs", i.probs(), "shares", i.shares()))),
+            internal("swiglu_sigmoid", List.of(T, T), List.of(), a -> new SwigluSigmoid(a.var(0), a.var(1)),
+                    SwigluSigmoid.class, i -> args(i.gate(), i.up())),
+            internal("elementwise", List.of(Arg.TENSORS, Arg.FN), List.of(), a -> new Elementwise(a.vars(0), a.fn(1)),
+                    Elementwise.class, i -> args(i.inputs(), i.body())));
+
+    /** attention_softmax_grad's x (with dq=true) and q (with dk=true) are the extra tensors, in that order. */
+    private static Instr attentionSoftmaxGrad(Args a) {
+        List<Var> extra = a.vars(3);
+        boolean dq = a.bool("dq"), dk = a.bool("dk");
+        if (extra.size() != (dq ? 1 : 0) + (dk ? 1 : 0))
+            throw new IllegalArgumentException("attention_softmax_grad takes x with dq=true and q with dk=true: "
+                    + extra.size() + " extra operands for dq=" + dq + ", dk=" + dk);
+        return new AttentionSoftmaxGrad(a.var(0), a.var(1), a.var(2), dq ? Optional.of(extra.getFirst()) : Optional.empty(),
+                dk ? Optional.of(extra.getLast()) : Optional.empty(), attnOpts(a), a.bool("row_sums"), a.bool("dv"));
+    }
+
+    @SafeVarargs
+    private static List<Var> present(Optional<Var>... vs) {
+        List<Var> l = new ArrayList<>();
+        for (Optional<Var> v : vs) v.ifPresent(l::add);
+        return List.copyOf(l);
+    }
 
     private static Form product(AttentionProduct.Form form) {
         return internal(form.op(), List.of(T, T), ATTENTION, a -> new AttentionProduct(a.var(0), a.var(1), attnOpts(a), form),

@@ -43,7 +43,7 @@ public final class Matmul {
     /**
      * Cache blocks: K block and M block (packed A, mc × kc floats, 400 KB, in L2). A whole K of the
      * models (≤ 1024) is one block, so out is not stored and reloaded between blocks: measured on
-     * this machine (bench/RESULTS.md §1), KC 256 → 1024 with MC 200 → 100 took 2048×688×256 NT from
+     * this machine, KC 256 → 1024 with MC 200 → 100 took 2048×688×256 NT from
      * 81 to 85 GFLOP/s and 1024³ from 86 to 92 (1 thread, best of 3).
      */
     static final int KC = 1024, MC = 100;
@@ -107,6 +107,7 @@ public final class Matmul {
     public static void sgemm(float[] a, boolean transA, float[] b, boolean transB, float[] out, int batch, int m, int k, int n) {
         if (batch == 0 || m == 0 || n == 0) return;
         if (k == 0) { java.util.Arrays.fill(out, 0, batch * m * n, 0f); return; }
+        if (VECTOR && m < MR && !transA && !transB && n >= Vec.FL) { Vec.fewRowsF32(a, b, out, batch, m, k, n); return; }
         if (!VECTOR || (long) m * k * n < SMALL) { smallF32(a, transA, b, transB, out, batch, m, k, n); return; }
         long work = (long) batch * m * k * n;
         Grid g = Grid.of(batch, m, n, MR, Vec.NRF, work);
@@ -128,13 +129,13 @@ public final class Matmul {
      * element's fma chain is the same: same K blocks, same kernels). The work is one product over
      * all the outputs' column panels: A is packed (or read in place) once per row block for all of
      * them, not once per product (the q/k/v projections and their weight gradients, the FFN's gate
-     * and up: bench/RESULTS.md, session 8).
+     * and up).
      */
     public static void sgemmShared(float[] a, boolean transA, float[][] bs, boolean transB, float[][] outs, int m, int k, int[] ns) {
         long work = 0;
         int panels = 0;
         for (int n : ns) { work += (long) m * k * n; panels += (n + Vec.NRF - 1) / Vec.NRF; }
-        boolean each = !VECTOR || m == 0 || k == 0;
+        boolean each = !VECTOR || m == 0 || k == 0 || m < MR && !transA && !transB;   // few rows: sgemm's own path
         for (int n : ns) each |= n == 0 || (long) m * k * n < SMALL;
         if (each) {                                      // the cases sgemm treats apart (no product, the scalar loop)
             for (int t = 0; t < bs.length; t++) sgemm(a, transA, bs[t], transB, outs[t], 1, m, k, ns[t]);
@@ -195,6 +196,10 @@ public final class Matmul {
     }
 
     /** The Vector API loop nest; loaded only when {@link #VECTOR}. */
+    /** Calls that took the shared-B path of one large product ({@code Vec.sharedBF32}), and sgemmShared's one-A path (tests). */
+    static final java.util.concurrent.atomic.LongAdder SHARED_B_RUNS = new java.util.concurrent.atomic.LongAdder(),
+            SHARED_A_RUNS = new java.util.concurrent.atomic.LongAdder();
+
     static final class Vec {
         private Vec() {}
 
@@ -210,6 +215,33 @@ public final class Matmul {
         static final boolean COPY8 = FL >= 8 && MR <= 8;
 
         // ---- F32 ----------------------------------------------------------------------------------
+
+        /**
+         * Fewer rows than the register tile (a decode step's x·W), A and B as they are: B is read in
+         * place, row after row as it lies in memory (packing it would copy more than the product
+         * reads, and a decode step streams every weight from memory once), each of its vectors used
+         * for every row of out, whose accumulators stay in out (a few KB, in L1). Every output's chain
+         * is acc = fma(a[i, p], b[p, j], acc) from −0.0 in increasing p, vectorised across j, a scalar
+         * tail. On the calling thread: below {@link #PARALLEL_MIN} in all the models' shapes.
+         */
+        static void fewRowsF32(float[] a, float[] b, float[] out, int batch, int m, int k, int n) {
+            int vecEnd = n - n % FL;
+            for (int bt = 0; bt < batch; bt++) {
+                int o0 = bt * m * n, a0 = bt * m * k, bBase = bt * k * n;
+                java.util.Arrays.fill(out, o0, o0 + m * n, -0.0f);
+                for (int p = 0; p < k; p++) {
+                    int bRow = bBase + p * n;
+                    for (int r = 0; r < m; r++) {
+                        FloatVector x = FloatVector.broadcast(FS, a[a0 + r * k + p]);
+                        int oRow = o0 + r * n;
+                        for (int j = 0; j < vecEnd; j += FL)
+                            x.fma(FloatVector.fromArray(FS, b, bRow + j), FloatVector.fromArray(FS, out, oRow + j)).intoArray(out, oRow + j);
+                        float xs = a[a0 + r * k + p];
+                        for (int j = vecEnd; j < n; j++) out[oRow + j] = Math.fma(xs, b[bRow + j], out[oRow + j]);
+                    }
+                }
+            }
+        }
 
         /** Per-thread packing buffers: A block [mc/MR][kc][MR], B block [panels][kc][NR], an edge tile. */
         static final class ScratchF {
@@ -258,6 +290,7 @@ public final class Matmul {
          * the same at any thread count.
          */
         static void sharedBF32(float[] a, boolean transA, float[] b, boolean transB, float[] out, int m, int k, int n, long work) {
+            SHARED_B_RUNS.increment();
             // Blocks of at most about MC rows, their count a multiple of the threads (equal shares when all
             // run at one speed; the row blocks never change an output's chain, so any count gives the same bits).
             int t = Parallel.threads(), nb = roundUp(Math.max((m + MC - 1) / MC, t), t);
@@ -334,6 +367,7 @@ public final class Matmul {
          */
         static void sharedAF32(float[] a, boolean transA, float[][] bs, boolean transB, float[][] outs, int m, int k, int[] ns,
                                int panels, long work) {
+            SHARED_A_RUNS.increment();
             int nOut = bs.length, kcStep = Math.min(KC, k);
             int[] off = new int[nOut + 1];                   // panels before output t
             for (int t = 0; t < nOut; t++) off[t + 1] = off[t] + (ns[t] + NRF - 1) / NRF;
@@ -370,7 +404,7 @@ public final class Matmul {
                 if (transA && rows == MR) {
                     // A stored [k, m]: the MR values of p are contiguous. A whole vector is copied per p (its lanes
                     // past MR land where p + 1's copy then writes: about 2× faster than five scalar copies hot,
-                    // 1.5–1.7× cold, bench/RESULTS.md session 10); the last p alone, so no read passes A's row
+                    // 1.5–1.7× cold); the last p alone, so no read passes A's row
                     // k − 1 and no write passes the panel.
                     int dst = base, end = base + (kc - 1) * MR, src = aBase + pc * m + i;
                     if (COPY8) for (; dst < end; dst += MR, src += m) FloatVector.fromArray(F8, a, src).intoArray(pa, dst);
@@ -387,7 +421,7 @@ public final class Matmul {
                 } else {
                     // Row by row: one read stream, stores MR apart into the panel (kc·MR floats, in L1). Walking p
                     // outside (MR read streams k apart, contiguous stores) ran 2–2.5× slower: 0.86 against 0.34 ns
-                    // per element at k = 256, 1.74 against 0.77 at k = 688 (bench/RESULTS.md §2, session 9).
+                    // per element at k = 256, 1.74 against 0.77 at k = 688.
                     // Rows past mc (a ragged last panel) are zeros.
                     for (int r = 0; r < rows; r++) {
                         int src = aBase + (i + r) * k + pc;

@@ -10,22 +10,6 @@ import java.util.function.IntConsumer;
  * The fixed thread pool kernels split their work over. Work is split by independent outputs only
  * (rows of a matmul), never inside one output's reduction, so results do not depend on the number
  * of threads.
- *
- * <p>With T threads there are T − 1 pool workers and the calling thread is the T-th: it claims
- * chunks like the workers do (one shared counter), so no thread sits waiting while work is left
- * and a worker that starts late (a busy sibling core) simply takes fewer chunks. A call made from
- * a worker runs its chunks itself (no nested fan-out, so no worker ever waits on another); so does
- * a call made while another thread's call holds the pool.
- *
- * <p>An idle worker parks at once, and a call unparks only the workers that are parked: no
- * executor queue and no futures (a call cost 7–11 µs through a fixed thread pool's futures on the
- * 2-vCPU benchmark machine, 80–100 µs while the host was busy). Nobody spins: on that machine a
- * spinning worker (200 µs before parking) or a spinning caller made 2-thread train steps slower
- * and their times wider when the host was busy, as a spinning thread can hold the very vCPU the
- * thread it waits for needs. Why not an executor with the unstarted helpers cancelled: a
- * FutureTask's cancel(false) also succeeds while it runs, so the caller could return before a
- * helper's chunk is done (tried; PlanTest caught it at 2 threads). The {@code busy} count below is
- * that missing "started" bit.
  */
 public final class Parallel {
     private static volatile Pool pool = new Pool(Runtime.getRuntime().availableProcessors());
@@ -125,10 +109,31 @@ public final class Parallel {
 
     public static int threads() { return pool.threads; }
 
+    private static final java.util.concurrent.atomic.LongAdder FAN_OUTS = new java.util.concurrent.atomic.LongAdder();
+
+    /** How many calls so far ran their chunks on more than one thread (tests: a kernel's parallel path ran). */
+    static long fanOuts() { return FAN_OUTS.sum(); }
+
     /**
      * Runs {@code body(chunk)} for chunk in [0, chunks), on several threads when {@code work} is
      * large enough; returns when every chunk has run. The first exception a chunk throws is
      * rethrown (RuntimeException and Error as themselves); chunks not yet claimed then do not run.
+     *
+     * <p>With T threads there are T − 1 pool workers and the calling thread is the T-th: it claims
+     * chunks like the workers do (one shared counter), so no thread sits waiting while work is left
+     * and a worker that starts late (a busy sibling core) simply takes fewer chunks. A call made from
+     * a worker runs its chunks itself (no nested fan-out, so no worker ever waits on another); so does
+     * a call made while another thread's call holds the pool.
+     *
+     * <p>An idle worker parks at once, and a call unparks only the workers that are parked: no
+     * executor queue and no futures (a call cost 7–11 µs through a fixed thread pool's futures on the
+     * 2-vCPU benchmark machine, 80–100 µs while the host was busy). Nobody spins: on that machine a
+     * spinning worker (200 µs before parking) or a spinning caller made 2-thread train steps slower
+     * and their times wider when the host was busy, as a spinning thread can hold the very vCPU the
+     * thread it waits for needs. Why not an executor with the unstarted helpers cancelled: a
+     * FutureTask's cancel(false) also succeeds while it runs, so the caller could return before a
+     * helper's chunk is done (tried; PlanTest caught it at 2 threads). The {@code busy} count below is
+     * that missing "started" bit.
      */
     public static void forEach(int chunks, long work, IntConsumer body) {
         Pool p = pool;
@@ -137,6 +142,7 @@ public final class Parallel {
             for (int c = 0; c < chunks; c++) body.accept(c);
             return;
         }
+        FAN_OUTS.increment();
         Job j = new Job(chunks, body);
         try {
             p.job = j;

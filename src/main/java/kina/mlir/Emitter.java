@@ -581,6 +581,10 @@ public final class Emitter {
                         env.put(l.var(), List.of(inputs.get(l.var().name())));
                         return;
                     }
+                    if (ins instanceof Instr.Fused f && (l.destructure() || f.results() != 1)) {
+                        bind(l, fused(l, f));
+                        return;
+                    }
                     String n = name(l.var());
                     env.put(l.var(), List.of(lower(l, ins, n)));
                 }
@@ -674,9 +678,9 @@ public final class Emitter {
                 }
                 case Broadcast(var a, var to) -> {
                     V src = x.apply(a);
-                    int r = to.rank();
-                    String[] m = new String[r];
-                    for (int i = 0; i < r; i++) m[i] = src.type().shape().dim(i) == 1 && to.dim(i) != 1 ? "0" : "d" + i;
+                    int r = to.rank(), lead = r - src.type().rank();      // new leading axes read nothing
+                    String[] m = new String[r - lead];
+                    for (int i = 0; i < m.length; i++) m[i] = src.type().shape().dim(i) == 1 && to.dim(lead + i) != 1 ? "0" : "d" + (lead + i);
                     yield generic(out, r, Set.of(), List.of(new Operand(src, String.join(", ", m))), List.of(new Operand(new V(empty(t), t), full(r))),
                             (b, args) -> List.of(args.getFirst()));
                 }
@@ -701,7 +705,95 @@ public final class Emitter {
                 case SetRows(var tab, var i, var rows) -> setRows(out, x.apply(tab), x.apply(i), x.apply(rows));
                 case ScatterAdd(var u, var i, var dest) -> scatterAdd(out, x.apply(u), x.apply(i), dest);
                 case ScatterAlongAxis(var axis, var u, var i, var dest) -> scatterAlongAxis(out, axis, x.apply(u), x.apply(i), dest);
+                case Instr.Fused f -> {
+                    List<V> r = fused(l, f);
+                    if (r.size() != 1) throw new MlirError(l.pos(), "let " + l.displayName() + ": " + f.op() + " makes " + r.size() + " values, bound to one name");
+                    yield r.getFirst();
+                }
             };
+        }
+
+        // ---- the plan's fusions: each lowered as the composition it stands for (Kernels.fused's order)
+
+        /** The values of fusion f, in the order of {@link Instr.Fused#results}. */
+        List<V> fused(Let l, Instr.Fused f) {
+            java.util.function.Function<Var, V> x = v -> one(v, l);
+            return switch (f) {
+                case MatmulT(var a, var b, var ta, var tb) -> List.of(x.apply(part(l, matmulT(l, a, b, ta, tb))));
+                case MatmulShared(var a, var bs, var ta, var tb) -> bs.stream().map(b -> x.apply(part(l, matmulT(l, a, b, ta, tb)))).toList();
+                case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(l, p, dp, rowSums).stream().map(x).toList();
+                case AttentionSoftmaxGrad(var p, var g, var v, var xs, var q, var o, var rowSums, var dv) -> {
+                    List<Var> out = new ArrayList<>(softmaxGrad(l, p, part(l, new AttentionProduct(g, v, o, AttentionProduct.Form.QK)), rowSums));
+                    Var ds = out.getFirst();
+                    xs.ifPresent(xv -> out.add(part(l, new AttentionProduct(ds, xv, o, AttentionProduct.Form.PK))));
+                    q.ifPresent(qv -> out.add(part(l, new AttentionProduct(ds, qv, o, AttentionProduct.Form.PQ))));
+                    if (dv) out.add(part(l, new AttentionProduct(p, g, o, AttentionProduct.Form.PQ)));
+                    yield out.stream().map(x).toList();
+                }
+                case AttentionWithProbs(var q, var k, var v, var sinks, var o, var probs, var shares) -> {
+                    List<Var> out = new ArrayList<>(List.of(part(l, new Attention(q, k, v, sinks, o))));
+                    if (probs) out.add(part(l, new AttentionProbs(q, k, sinks, o, false)));
+                    if (shares) out.add(part(l, new AttentionProbs(q, k, sinks, o, true)));
+                    yield out.stream().map(x).toList();
+                }
+                case SwigluSigmoid(var g, var u) -> List.of(x.apply(part(l, new Swiglu(g, u))), x.apply(part(l, new Sigmoid(g))));
+                case Elementwise(var inputs, var body) -> elementwiseFn(l, inputs, body);
+            };
+        }
+
+        private int parts;
+
+        /** Lowers one instruction of a fusion's composition into a fresh value; errors name the fusion's let. */
+        private Var part(Let at, Instr ins) {
+            TensorType t = kina.check.TypeRules.infer(ins, v -> one(v, at).type());
+            Var v = Var.of("%fused" + (parts++));
+            env.put(v, List.of(lower(new Let(List.of(v), false, ins, at.pos(), at.displayName(), t), ins, fresh("f"))));
+            return v;
+        }
+
+        /** a @ b with either operand's last two axes swapped first (the transposes made, then the matmul). */
+        private Instr matmulT(Let at, Var a, Var b, boolean ta, boolean tb) {
+            Var a2 = ta ? part(at, new Transpose(a, kina.ir.Perm.lastTwo(one(a, at).type().rank()))) : a;
+            Var b2 = tb ? part(at, new Transpose(b, kina.ir.Perm.lastTwo(one(b, at).type().rank()))) : b;
+            return new Instr.Matmul(a2, b2);
+        }
+
+        /** p ⊙ (dp − broadcast(Σ_last p ⊙ dp)) and, with rowSums, the row sums. */
+        private List<Var> softmaxGrad(Let at, Var p, Var dp, boolean rowSums) {
+            Shape s = one(p, at).type().shape();
+            Var d = part(at, new Sum(part(at, new Mul(p, dp)), s.rank() - 1, true));
+            Var ds = part(at, new Mul(p, part(at, new Sub(dp, part(at, new Broadcast(d, s))))));
+            return rowSums ? List.of(ds, d) : List.of(ds);
+        }
+
+        /**
+         * The fn of a fused elementwise chain applied to the inputs, let by let; its names are bound
+         * only while it is lowered (the fn is closed, so nothing outside reads them).
+         */
+        private List<V> elementwiseFn(Let at, List<Var> inputs, Rhs.Fn body) {
+            Map<Var, List<V>> saved = new HashMap<>();
+            java.util.function.BiConsumer<Var, List<V>> put = (v, val) -> {
+                if (!saved.containsKey(v)) saved.put(v, env.get(v));
+                env.put(v, val);
+            };
+            List<List<V>> args = inputs.stream().map(v -> List.of(one(v, at))).toList();
+            for (int i = 0; i < inputs.size(); i++) put.accept(body.params().get(i).name(), args.get(i));
+            List<Var> result = List.of(body.body().result());
+            for (Let b : body.body().lets()) {
+                switch (b.rhs()) {
+                    case Rhs.Tuple(var elems) -> result = elems;
+                    case Instr ins -> {
+                        TensorType t = kina.check.TypeRules.infer(ins, v -> one(v, at).type());
+                        put.accept(b.var(), List.of(lower(new Let(List.of(b.var()), false, ins, at.pos(), at.displayName(), t), ins, fresh("f"))));
+                    }
+                    case Rhs.Fn _, Rhs.Call _, Rhs.Handle _ -> throw new MlirError(at.pos(), "let " + at.displayName()
+                            + ": elementwise: its fn holds " + what(b) + ", not an elementwise instruction");
+                }
+            }
+            List<V> out = new ArrayList<>();
+            for (Var v : result) out.add(one(v, at));
+            saved.forEach((v, old) -> { if (old == null) env.remove(v); else env.put(v, old); });
+            return out;
         }
 
         // ---- scalar bodies of the elementwise families

@@ -17,7 +17,7 @@ import kina.kernels.Parallel;
  * <p>The pair kernel {@link #pkPair} writes each row's own segments (before the shared range, after
  * it) out in full, row A's then row B's: a helper taking the accumulators would get them boxed (C2
  * passes a vector to a method it did not inline as an object), and one that stored and reloaded
- * them through memory per segment ran slower at T = 128 (measured in session 3). PQ runs on
+ * them through memory per segment ran slower at T = 128. PQ runs on
  * sgemm's micro-kernel ({@link #pq}).
  */
 final class AttentionProducts {
@@ -179,7 +179,7 @@ final class AttentionProducts {
      * L2), so they are still cached when the group's products read them; at least 16 rows (more
      * than 256 KB each past l = 4096). One medium layer (T = L = 256: one group per head), 1
      * thread: 16-row groups ran slower than the separate attention_pq passes (20.8 against 17.1 ms
-     * with qk_softmax_grad), 64 rows 6 % faster, 128 and 256 rows 8–11 % faster (bench/RESULTS.md §2).
+     * with the fused row pass), 64 rows 6 % faster, 128 and 256 rows 8–11 % faster.
      */
     static int pqGroup(int l) { return Math.max(16, 65_536 / Math.max(l, 1) / 4 * 4); }
 

@@ -33,7 +33,7 @@ final class Carry {
      * {@code inPlace(input slot, output slot)}: whether the pair may share its buffer (an output
      * feeding several inputs never does).
      */
-    Carry(Flatten ir, Map<String, Integer> inputToOutput, BiPredicate<Integer, Integer> inPlace) {
+    Carry(Slots ir, Map<String, Integer> inputToOutput, BiPredicate<Integer, Integer> inPlace) {
         this.carriedInput = new boolean[ir.slots.size()];
         this.carriedOutput = new boolean[ir.outputs.size()];
         Map<Integer, Integer> feeds = new HashMap<>();
@@ -48,7 +48,7 @@ final class Carry {
             int out = ir.outputs.get(k);
             TensorType t = ir.slots.get(in).type(), ot = ir.slots.get(out).type();
             if (!t.equals(ot)) throw new PlanError(null, "carry: input " + name + " is " + t + ", output " + k + " is " + ot);
-            Object buf = Plan.Kind.of(t.dtype()).allocate(Math.max(1, (int) t.shape().vol()));
+            Object buf = Schedule.Kind.of(t.dtype()).allocate(Math.max(1, (int) t.shape().vol()));
             byName.put(name, new Entry(name, in, k, out, t, buf, feeds.get(k) == 1 && inPlace.test(in, out)));
             hasValue.put(name, false);
             carriedInput[in] = true;
@@ -72,10 +72,10 @@ final class Carry {
     }
 
     /** Replaces the value of carried input {@code name}; an EvalError if its type differs. */
-    void set(String name, Tensor x, Flatten ir) {
+    void set(String name, Tensor x, Slots ir) {
         Entry e = entry(name);
         Plan.checkInput(x, e.type(), ir.inputLets.get(e.input()));
-        Lower.unwrap(x, e.value());
+        Bind.unwrap(x, e.value());
         hasValue.put(name, true);
     }
 
@@ -83,7 +83,7 @@ final class Carry {
     Tensor get(String name) {
         Entry e = entry(name);
         if (!hasValue.get(name)) throw new PlanError(null, "carry: " + name + " has no value yet (set it first)");
-        return Lower.wrap(e.type(), e.value());
+        return Bind.wrap(e.type(), e.value());
     }
 
     /** Marks the slots whose buffer is a carried value's own (both slots of each in-place pair). */
@@ -101,7 +101,7 @@ final class Carry {
     int inPlace() { return (int) byName.values().stream().filter(Entry::inPlace).count(); }
 
     /** Copies every carried value into its input's buffer ({@code slotBuf}), before a run; unset ones are refused. */
-    void copyIn(Object[] slotBuf, Flatten ir) {
+    void copyIn(Object[] slotBuf, Slots ir) {
         for (Entry e : byName.values()) {
             if (!hasValue.get(e.name()))
                 throw new EvalError("input: no payload supplied for " + e.type() + " (a carried input: set it first)").at(ir.inputLets.get(e.input()));

@@ -25,7 +25,7 @@ import kina.ir.DType;
  * value between the group's instructions in vector registers. The chunked pass of
  * {@link Fusion} streams each instruction through a 1024-element scratch register instead (load,
  * operate, store per instruction); on an AdamW-like chain of 17 instructions that costs about 3
- * ns per element against under 1 here (bench/RESULTS.md, session 8).
+ * ns per element against under 1 here (measured: bench/HISTORY.md).
  *
  * <p>Bits: the generated code calls the very Vector API operations of the chunked pass
  * ({@code fromArray}, {@code add}/{@code sub}/{@code mul}/{@code div}/{@code max}, {@code neg},

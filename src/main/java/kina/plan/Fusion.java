@@ -2,6 +2,7 @@ package kina.plan;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -10,29 +11,27 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import kina.ir.DType;
 import kina.ir.Instr;
+import kina.ir.Let;
+import kina.ir.Rhs;
 import kina.ir.Shape;
 import kina.ir.TensorType;
+import kina.ir.Var;
 
 /**
- * Fuses chains of elementwise F32/F64 steps (neg, sqrt, add, sub, mul, div, maximum) into one
- * pass over the elements: values read only inside a chain live in small scratch registers, never
- * in arena buffers, and a {@code broadcast} read only by fused steps whose source is a scalar or
- * a block of contiguous axes (e.g. {@code [.., 1]}) is not materialised: the pass reads its source
- * in place (a scalar once, as a constant register). A uniform fill constant is read the same way,
- * as a scalar, not streamed from its full-size buffer.
+ * The kernel of an {@code %elementwise} fusion (made by {@link FuseElementwise}): its body
+ * compiled to one pass over the elements. Values the body makes and reads live in small scratch
+ * registers, never in arena buffers; a broadcast in the body whose source is a scalar or a block
+ * of contiguous axes (e.g. {@code [.., 1]}) is read in place from its source (a scalar once, as a
+ * constant register), and so is an input that is a uniform fill constant.
  *
- * <p>Bits: each fused instruction is the very operation of the step it replaces (Java float or
- * double arithmetic, lanewise add/sub/mul/div/sqrt/neg/max, all exact IEEE operations rounded once)
- * on the same operands in the same order; nothing is reassociated or contracted.
+ * <p>Bits: each instruction of the pass is the very operation of the let it comes from (Java
+ * float or double arithmetic, lanewise add/sub/mul/div/sqrt/neg/max, all exact IEEE operations
+ * rounded once) on the same operands in the same order; nothing is reassociated or contracted.
  *
  * <p>Running: an F32 group of at least {@link FusedCode#minElements} elements whose broadcasts are
  * read by whole vectors runs as its own compiled loop ({@link FusedCode}: values stay in vector
  * registers between instructions); any other group, and the lane tail, runs the chunked pass here
  * (each instruction over a 1024-element scratch register in turn).
- *
- * <p>Scheduling: a group runs where its last member ran. A step outside the group that reads a
- * member's value closes the group first, so every outside reader runs after the group, and every
- * value a member reads was computed before it.
  */
 final class Fusion {
     private Fusion() {}
@@ -58,29 +57,24 @@ final class Fusion {
                  int[][] code) {}
 
     private static Code code(Instr ins) {
-        return switch (ins) {
-            case Instr.Neg _ -> Code.NEG;
-            case Instr.Sqrt _ -> Code.SQRT;
-            case Instr.Add _ -> Code.ADD;
-            case Instr.Sub _ -> Code.SUB;
-            case Instr.Mul _ -> Code.MUL;
-            case Instr.Div _ -> Code.DIV;
-            case Instr.Maximum _ -> Code.MAX;
-            case Instr.Input _, Instr.Literal _, Instr.Fill _, Instr.Exp _, Instr.Log _, Instr.Rsqrt _, Instr.Tanh _,
-                 Instr.Sigmoid _, Instr.Reciprocal _, Instr.Silu _, Instr.Gelu _, Instr.Relu _, Instr.Softcap _,
-                 Instr.ArgMax _, Instr.Clamp _, Instr.Requant _, Instr.Greater _, Instr.Select _, Instr.Swiglu _,
-                 Instr.Matmul _, Instr.Reshape _, Instr.Transpose _, Instr.Broadcast _, Instr.Sum _, Instr.LogSoftmax _,
-                 Instr.Softmax _, Instr.RmsNorm _, Instr.LayerNorm _, Instr.L2Norm _, Instr.Rope _, Instr.Attention _,
-                 Instr.AttentionProbs _, Instr.TakeAlongAxis _, Instr.Gather _, Instr.SetRows _, Instr.ScatterAdd _,
-                 Instr.ScatterAlongAxis _, Instr.AttentionProduct _ -> null;      // transcendentals keep their own kernels' bits
-        };
+        if (ins instanceof Instr.Neg) return Code.NEG;
+        if (ins instanceof Instr.Sqrt) return Code.SQRT;
+        if (ins instanceof Instr.Add) return Code.ADD;
+        if (ins instanceof Instr.Sub) return Code.SUB;
+        if (ins instanceof Instr.Mul) return Code.MUL;
+        if (ins instanceof Instr.Div) return Code.DIV;
+        if (ins instanceof Instr.Maximum) return Code.MAX;
+        throw new IllegalArgumentException(ins.op() + " is not fused (FuseElementwise.fusible)");
     }
 
-    private static boolean floating(TensorType t) { return t.dtype() == DType.F32 || t.dtype() == DType.F64; }
+    /**
+     * The in-place reading of a broadcast from shape s to t, or null where its expanded axes are
+     * not outside one contiguous block.
+     */
+    static Leaf leaf(Shape s, Shape t) { return leaf(-1, s, t); }
 
-    /** The in-place reading of a broadcast, or null where its expanded axes are not outside one contiguous block. */
-    private static Leaf leaf(Flatten ir, int src, TensorType to) {
-        Shape s = ir.slots.get(src).type().shape(), t = to.shape();
+    private static Leaf leaf(int src, Shape s, Shape t) {
+        if (s.rank() != t.rank()) return null;                // a rank-growing broadcast runs as its own step
         int r = t.rank(), lo = -1, hi = -1;
         for (int k = 0; k < r; k++) if (s.dim(k) == t.dim(k) && t.dim(k) > 1) { if (lo < 0) lo = k; hi = k + 1; }
         if (lo < 0) return new Leaf(src, 1, 1);
@@ -91,155 +85,89 @@ final class Fusion {
         return new Leaf(src, (int) inner, (int) mid);
     }
 
-    /** The schedule with elementwise chains fused (see the class comment); other steps unchanged. */
-    static List<Plan.Op> fuse(List<Plan.Op> ops, Flatten ir) {
-        int nSlots = ir.slots.size(), n = ops.size();
-        int[] producer = new int[nSlots];
-        Arrays.fill(producer, -1);
-        for (int i = 0; i < n; i++) producer[ops.get(i).step().out()] = i;
-        boolean[] output = new boolean[nSlots], viewed = new boolean[nSlots];
-        for (int o : ir.outputs) output[root(ir, o)] = true;
-        for (Flatten.Slot s : ir.slots) if (s.origin() == Flatten.Origin.VIEW) viewed[s.root()] = true;
-        // ---- broadcasts read in place: every reader fused, no view, not an output ----
-        Leaf[] leafOf = new Leaf[nSlots];
-        for (Plan.Op op : ops) {
-            int out = op.step().out();
-            if (op.step().instr() instanceof Instr.Broadcast && floating(ir.slots.get(out).type()) && !output[out] && !viewed[out])
-                leafOf[out] = leaf(ir, op.args()[0], ir.slots.get(out).type());
-        }
-        for (Plan.Op op : ops) if (!fusible(op, ir)) for (int a : op.args()) leafOf[a] = null;
-        // ---- uniform fills (constants) read as scalars: one load stream less, the same value ----
-        for (int s = 0; s < nSlots; s++) {
-            Flatten.Const c = ir.constants.get(ir.slots.get(s).root());
-            if (c != null && c.payload() == null && floating(ir.slots.get(s).type()) && leafOf[s] == null)
-                leafOf[s] = new Leaf(ir.slots.get(s).root(), 1, 1);
-        }
-        // ---- groups: union-find over open groups, in schedule order ----
-        int[] groupOfOp = new int[n], parent = new int[n];
-        boolean[] open = new boolean[n];
-        Arrays.fill(groupOfOp, -1);
-        int groups = 0;
-        for (int i = 0; i < n; i++) {
-            Plan.Op op = ops.get(i);
-            if (leafOf[op.step().out()] != null) continue;
-            boolean fus = fusible(op, ir);
-            for (int a : op.args()) {                     // outside reads close the producer's group
-                boolean viaLeaf = leafOf[a] != null;
-                int p = producer[root(ir, viaLeaf ? leafOf[a].src() : a)];
-                if (p < 0 || groupOfOp[p] < 0) continue;
-                int g = find(parent, groupOfOp[p]);
-                if (open[g] && (!fus || viaLeaf)) open[g] = false;
-            }
-            if (!fus) continue;
-            int target = -1;
-            for (int a : op.args()) {
-                if (leafOf[a] != null) continue;
-                int p = producer[root(ir, a)];
-                if (p < 0 || groupOfOp[p] < 0) continue;
-                int g = find(parent, groupOfOp[p]);
-                if (!open[g] || g == target) continue;
-                if (target < 0) target = g;
-                else parent[g] = target;
-            }
-            if (target < 0) { target = groups++; parent[target] = target; open[target] = true; }
-            groupOfOp[i] = target;
-        }
-        // ---- members per group; a lone step with no in-place broadcast stays as it was ----
-        Map<Integer, List<Integer>> members = new LinkedHashMap<>();
-        for (int i = 0; i < n; i++) if (groupOfOp[i] >= 0) members.computeIfAbsent(find(parent, groupOfOp[i]), _ -> new ArrayList<>()).add(i);
-        int[] unit = new int[n];
-        for (int i = 0; i < n; i++) unit[i] = -1 - i;
-        for (var e : members.entrySet()) {
-            List<Integer> m = e.getValue();
-            boolean leafRead = false;
-            for (int i : m) for (int a : ops.get(i).args()) leafRead |= leafOf[a] != null;
-            if (m.size() > 1 || leafRead) for (int i : m) unit[i] = e.getKey();
-        }
-        // ---- values read outside their group ----
-        boolean[] outside = output.clone();
-        for (int i = 0; i < n; i++) {
-            if (leafOf[ops.get(i).step().out()] != null) continue;
-            for (int a : ops.get(i).args()) {
-                int r = root(ir, leafOf[a] != null ? leafOf[a].src() : a), p = producer[r];
-                if (p >= 0 && unit[p] != unit[i]) outside[r] = true;
+    /**
+     * The pass of an elementwise step: its body's instructions in order, registers reused once
+     * their last reader in the body has run. Inputs are read by storage (two views of one buffer
+     * are one input); a body broadcast, or an input that is a uniform floating fill, is a leaf.
+     */
+    static Group group(Slots.Step step, Slots ir) {
+        Instr.Elementwise ew = (Instr.Elementwise) step.instr();
+        Rhs.Fn fn = ew.body();
+        Map<Var, Integer> paramSlot = new HashMap<>();
+        for (int j = 0; j < fn.params().size(); j++) paramSlot.put(fn.params().get(j).name(), step.args()[j]);
+        Map<Var, Var> alias = new HashMap<>();                       // a body reshape → the value it views
+        Map<Var, Integer> memberAt = new LinkedHashMap<>();           // a member's value → its position
+        List<Instr> members = new ArrayList<>();
+        List<Var> memberVars = new ArrayList<>();
+        Map<Var, Leaf> leafOf = new HashMap<>();
+        List<Var> results = List.of(fn.body().result());
+        for (Let l : fn.body().lets()) {
+            switch (l.rhs()) {
+                case Rhs.Tuple(List<Var> elems) -> results = elems;
+                case Instr.Broadcast(Var x, var to) -> leafOf.put(l.var(), leaf(paramSlot.get(x), ir.type(paramSlot.get(x)).shape(), to));
+                case Instr.Reshape(Var x, var _) -> alias.put(l.var(), alias.getOrDefault(x, x));
+                case Instr ins -> {
+                    memberAt.put(l.var(), members.size());
+                    members.add(ins);
+                    memberVars.add(l.var());
+                }
+                case Rhs.Fn _, Rhs.Call _, Rhs.Handle _ -> throw new IllegalStateException("an elementwise body holds no " + l.rhs());
             }
         }
-        // ---- the new schedule ----
-        List<Plan.Op> out = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            Plan.Op op = ops.get(i);
-            if (leafOf[op.step().out()] != null) continue;
-            if (unit[i] < 0) { out.add(op); continue; }
-            List<Integer> m = members.get(unit[i]);
-            if (i == m.getLast()) out.add(compile(m, ops, ir, leafOf, outside));
+        for (var e : paramSlot.entrySet()) {                          // uniform fills read as scalars
+            Slots.Const c = ir.constants.get(ir.root(e.getValue()));
+            if (c != null && c.payload() == null) leafOf.put(e.getKey(), new Leaf(ir.root(e.getValue()), 1, 1));
         }
-        return out;
-    }
-
-    private static boolean fusible(Plan.Op op, Flatten ir) {
-        return op.pass() == Plan.RowPass.NONE && code(op.step().instr()) != null && floating(ir.slots.get(op.step().out()).type());
-    }
-
-    private static int root(Flatten ir, int slot) { return ir.slots.get(slot).root(); }
-
-    private static int find(int[] parent, int g) {
-        while (parent[g] != g) g = parent[g] = parent[parent[g]];
-        return g;
-    }
-
-    /** One group's instructions: registers reused once their last reader inside the group has run. */
-    private static Plan.Op compile(List<Integer> m, List<Plan.Op> ops, Flatten ir, Leaf[] leafOf, boolean[] outside) {
-        TensorType t = ir.slots.get(ops.get(m.getFirst()).step().out()).type();
-        Map<Integer, Integer> memberAt = new LinkedHashMap<>();          // root slot -> member position
-        for (int k = 0; k < m.size(); k++) memberAt.put(ops.get(m.get(k)).step().out(), k);
-        int[] lastUse = new int[m.size()];
-        List<Integer> inputs = new ArrayList<>(), outs = new ArrayList<>(), leafSlots = new ArrayList<>();
+        Map<Var, Integer> outSlot = new HashMap<>();
+        for (int k = 0; k < results.size(); k++) outSlot.put(results.get(k), step.outs()[k]);
+        int m = members.size();
+        int[] lastUse = new int[m];
+        List<Integer> inputs = new ArrayList<>(), outs = new ArrayList<>();
+        List<Var> leafVars = new ArrayList<>();
         List<Leaf> leaves = new ArrayList<>();
-        for (int k = 0; k < m.size(); k++) {
-            Plan.Op op = ops.get(m.get(k));
-            if (outside[op.step().out()]) outs.add(op.step().out());
-            for (int a : op.args()) {
-                if (leafOf[a] != null) {
-                    if (!leafSlots.contains(a)) { leafSlots.add(a); leaves.add(leafOf[a]); }
+        for (int k = 0; k < m; k++) {
+            if (outSlot.containsKey(memberVars.get(k))) outs.add(outSlot.get(memberVars.get(k)));
+            for (Var a : members.get(k).operands()) {
+                if (leafOf.containsKey(a)) {
+                    if (!leafVars.contains(a)) { leafVars.add(a); leaves.add(leafOf.get(a)); }
                     continue;
                 }
-                Integer at = memberAt.get(root(ir, a));
+                Integer at = memberAt.get(alias.getOrDefault(a, a));
                 if (at != null) lastUse[at] = k;
-                else if (!inputs.contains(root(ir, a))) inputs.add(root(ir, a));
+                else if (!inputs.contains(ir.root(paramSlot.get(a)))) inputs.add(ir.root(paramSlot.get(a)));
             }
         }
         // registers: leaves first (never reused), then temporaries from a free list
         int regs = leaves.size();
         List<Integer> free = new ArrayList<>();
-        int[] loc = new int[m.size()];
-        int[][] code = new int[m.size()][];
-        for (int k = 0; k < m.size(); k++) {
-            Plan.Op op = ops.get(m.get(k));
-            int[] a = op.args();
+        int[] loc = new int[m];
+        int[][] code = new int[m][];
+        for (int k = 0; k < m; k++) {
+            List<Var> a = members.get(k).operands();
             int[] src = new int[2];
-            for (int j = 0; j < a.length; j++) {
-                int li = leafSlots.indexOf(a[j]);
-                Integer at = li >= 0 ? null : memberAt.get(root(ir, a[j]));
-                src[j] = li >= 0 ? li : at != null ? loc[at] : -1 - inputs.indexOf(root(ir, a[j]));
+            for (int j = 0; j < a.size(); j++) {
+                int li = leafVars.indexOf(a.get(j));
+                Integer at = li >= 0 ? null : memberAt.get(alias.getOrDefault(a.get(j), a.get(j)));
+                src[j] = li >= 0 ? li : at != null ? loc[at] : -1 - inputs.indexOf(ir.root(paramSlot.get(a.get(j))));
             }
-            for (int j = 0; j < a.length; j++) {          // operands dying here free their registers first
-                Integer at = leafSlots.contains(a[j]) ? null : memberAt.get(root(ir, a[j]));
+            for (Var x : a) {                                        // operands dying here free their registers first
+                Integer at = leafVars.contains(x) ? null : memberAt.get(alias.getOrDefault(x, x));
                 if (at != null && lastUse[at] == k && loc[at] >= 0 && !free.contains(loc[at])) free.add(loc[at]);
             }
-            int o = op.step().out();
-            if (outside[o]) loc[k] = -1 - inputs.size() - outs.indexOf(o);
+            Integer o = outSlot.get(memberVars.get(k));
+            if (o != null) loc[k] = -1 - inputs.size() - outs.indexOf(o);
             else loc[k] = free.isEmpty() ? regs++ : free.removeLast();
-            code[k] = new int[] {code(op.step().instr()).ordinal(), loc[k], src[0], a.length > 1 ? src[1] : src[0]};
+            code[k] = new int[] {code(members.get(k)).ordinal(), loc[k], src[0], a.size() > 1 ? src[1] : src[0]};
         }
         // negative locations (-1 - j: input j, then outputs) become regs + j
         for (int[] c : code) for (int j = 1; j < 4; j++) if (c[j] < 0) c[j] = regs - 1 - c[j];
         int[] in = new int[inputs.size() + leaves.size()];
         for (int j = 0; j < inputs.size(); j++) in[j] = inputs.get(j);
         for (int j = 0; j < leaves.size(); j++) in[inputs.size() + j] = leaves.get(j).src();
-        Group g = new Group(t.dtype(), (int) t.shape().vol(), m.size(), regs,
+        TensorType t = ir.type(step.out());
+        return new Group(t.dtype(), (int) t.shape().vol(), m, regs,
                 inputs.stream().mapToInt(Integer::intValue).toArray(), outs.stream().mapToInt(Integer::intValue).toArray(),
                 leaves.toArray(Leaf[]::new), code);
-        return new Plan.Op(ops.get(m.getLast()).step(), in, false, false, g);
     }
 
     // ---- the pass ------------------------------------------------------------------------------

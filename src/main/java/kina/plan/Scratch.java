@@ -4,7 +4,7 @@ package kina.plan;
  * The per-thread scratch of the plan's kernels: arrays grown on first use and kept for the thread's
  * life, so the kernels allocate nothing per call (bin/kina bench prints the heap a timed step
  * allocates, heap_kb_per_step: with the plan engine tens of KB, the pool's per-call bookkeeping, the
- * run's outputs and code C2 has not compiled yet; bench/RESULTS.md §4). One instance per thread (the
+ * run's outputs and code C2 has not compiled yet). One instance per thread (the
  * caller and each pool worker). Each kernel family has its own fields but {@code block*}, which
  * PlanKernels.attention and AttentionProducts.qkSoftmaxGrad share (neither calls the other), and no
  * kernel calls another that uses a field it holds: PlanKernels.attention holds {@link #attention}

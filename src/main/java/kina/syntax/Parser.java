@@ -36,7 +36,9 @@ import kina.syntax.Lexer.Token;
  */
 public final class Parser {
 
-    private static String internal(String name) { return name + " is IR-internal (made by transform_ad); it has no surface form"; }
+    private static String internalAsMethod(String name) {
+        return name + " is IR-internal (made by transform_ad): write it %" + name + "(…), operands inside the parentheses";
+    }
 
     // ---- operands: an expression parsed but not yet bound ----------------------------------
 
@@ -158,13 +160,15 @@ public final class Parser {
         return new Pending(new Rhs.Fn(params, result, body), pos);
     }
 
+    /** {@code handle f(args) with reverseMode} or {@code … with forwardMode(tangents)}. */
     private Operand handle() {
         Pos pos = next().pos();
         Var f = new Var(ident("the name of a fn after 'handle'").text());
         List<Var> args = args();
         expect("with");
-        expect("reverseMode");
-        return new Pending(new Rhs.Handle(f, args), pos);
+        if (accept("reverseMode")) return new Pending(new Rhs.Handle(f, args, new Rhs.Mode.ReverseMode()), pos);
+        if (accept("forwardMode")) return new Pending(new Rhs.Handle(f, args, new Rhs.Mode.ForwardMode(args())), pos);
+        throw expected("'reverseMode' or 'forwardMode(tangents…)'", peek());
     }
 
     /** {@code ( expr, … )} after a callee, each argument bound. */
@@ -220,7 +224,7 @@ public final class Parser {
             if (name.kind() != Kind.IDENT) throw expected("a method name after '.'", name);
             next();
             Syntax.Form m = Syntax.method(name.text());
-            if (m == null && Syntax.internal(name.text()) != null) throw new SyntaxError(name.pos(), internal(name.text()));
+            if (m == null && Syntax.internal(name.text()) != null) throw new SyntaxError(name.pos(), internalAsMethod(name.text()));
             if (m == null)
                 throw new SyntaxError(name.pos(), "unknown method '" + name.text() + "'; known methods: "
                         + String.join(", ", Syntax.methodNames()));
@@ -251,15 +255,17 @@ public final class Parser {
                     break;
                 }
             }
-            if (any) expect(",");
-            any = true;
+            if (any && kind != Syntax.Arg.TENSORS) expect(",");
             pos.add(switch (kind) {
                 case TENSOR, OPT_TENSOR -> bind(expr());
-                case TENSORS -> {
-                    List<Var> vs = new ArrayList<>(List.of(bind(expr())));
-                    while (peek().is(",") && !(toks.get(at + 1).kind() == Kind.IDENT && toks.get(at + 2).is("="))) {
-                        next();
+                case TENSORS -> {                                // zero or more, up to a keyword, a fn or ')'
+                    List<Var> vs = new ArrayList<>();
+                    boolean more = any ? peek().is(",") && !keywordOrFn(at + 1) : !peek().is(")") && !keywordOrFn(at);
+                    if (more && any) next();
+                    while (more) {
                         vs.add(bind(expr()));
+                        more = peek().is(",") && !keywordOrFn(at + 1);
+                        if (more) next();
                     }
                     yield List.copyOf(vs);
                 }
@@ -271,6 +277,7 @@ public final class Parser {
                     yield ((Pending) fn()).rhs();
                 }
             });
+            any |= !(kind == Syntax.Arg.TENSORS && ((List<?>) pos.getLast()).isEmpty());
         }
         Map<String, Object> kw = new HashMap<>();
         if (m.keywords().isEmpty()) {
@@ -310,6 +317,11 @@ public final class Parser {
         return new Syntax.Args(pos, kw);
     }
 
+    /** Whether the token at {@code i} starts a keyword argument ({@code name =}) or a fn literal. */
+    private boolean keywordOrFn(int i) {
+        return toks.get(i).is("fn") || toks.get(i).kind() == Kind.IDENT && i + 1 < toks.size() && toks.get(i + 1).is("=");
+    }
+
     private Operand atom() {
         Token t = peek();
         switch (t.kind()) {
@@ -318,10 +330,15 @@ public final class Parser {
                 if (peek().is("(")) return new Pending(new Rhs.Call(new Var(t.text()), args()), t.pos());
                 return new Name(new Var(t.text()), t.pos());
             }
-            case INTERNAL -> {
-                String name = t.text().substring(1);
-                throw new SyntaxError(t.pos(), Syntax.internal(name) != null ? internal(name)
-                        : "'" + t.text() + "' is an IR-internal name; write the expression itself");
+            case INTERNAL -> {                              // %name(…): an IR-internal instruction, as the printer writes it
+                Syntax.Form f = Syntax.internal(t.text().substring(1));
+                if (f == null) {
+                    List<String> forms = Syntax.forms().stream().filter(Syntax.Form::internal).map(x -> "%" + x.name()).toList();
+                    throw new SyntaxError(t.pos(), "'" + t.text() + "' is not an IR-internal instruction ("
+                            + String.join(", ", forms) + "); a temporary's name is never written: write the expression itself");
+                }
+                next();
+                return new Pending(f.build().apply(formArgs(f, null)), t.pos());
             }
             case KEYWORD -> {
                 if (t.is("tensor")) {

@@ -21,7 +21,8 @@ import kina.ir.Var;
 import org.junit.jupiter.api.Test;
 
 /**
- * Ops has exactly one typed method per instruction of the vocabulary, and each builds its own
+ * Ops has exactly one typed method per instruction of the vocabulary (every instruction but the
+ * plan's fusions, which only its rewrite table makes), and each builds its own
  * instruction over the values it is given: every typed method is called on a reading that
  * records what it is asked to apply, and the instructions seen must be every record of the sealed
  * type, once each.
@@ -69,6 +70,8 @@ class OpsTableTest {
             String had = byRecord.put(spy.applied.getLast().getClass(), m.getName());
             assertThat(had).as("two typed methods build " + spy.applied.getLast().op() + ": " + had + ", " + m.getName()).isNull();
         }
-        assertThat(byRecord.keySet()).containsExactlyInAnyOrderElementsOf(Instrs.records());
+        List<Class<? extends Instr>> vocabulary = Instrs.records().stream()
+                .filter(k -> !Instr.Fused.class.isAssignableFrom(k)).toList();         // the plan's fusions are made by its rewrites
+        assertThat(byRecord.keySet()).containsExactlyInAnyOrderElementsOf(vocabulary);
     }
 }

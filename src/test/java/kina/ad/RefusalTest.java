@@ -38,12 +38,20 @@ class RefusalTest {
         assertThat(e.getMessage()).contains("ids").contains("I64").contains("discrete");
     }
 
-    @Test void aCallInTheDifferentiatedBodyIsRefusedByName() {
-        AdError e = refused("let g = fn(x: " + X + ") -> " + X + " {\n  let y = x.exp() in\n  y\n} in\n"
+    @Test void aCallInTheDifferentiatedBodyIsDifferentiatedThroughItsBody() {
+        Program p = Checker.check(Parser.parse("t.kina", "let g = fn(x: " + X + ") -> " + X + " {\n  let y = x.exp() in\n  y\n} in\n"
                 + "let f = fn(x: " + X + ") -> " + X + " {\n  let z = g(x) in\n  z\n} in\n"
-                + "let x = " + X + " in\nhandle f(x) with reverseMode\n");
+                + "let x = " + X + " in\nhandle f(x) with reverseMode\n"));
+        String printed = kina.ir.Printer.print(TransformAd.transform(p));
+        assertThat(printed).contains("  let z = x.exp() in\n", "let g_x = g_z * z in").doesNotContain("g(x)\n  let g_z");
+    }
+
+    @Test void aCallOfAFnNotInScopeIsRefusedByName() {
+        var fn = (kina.ir.Rhs.Fn) Checker.check(Parser.parse("t.kina", "let g = fn(x: " + X + ") -> " + X + " {\n  let y = x.exp() in\n  y\n} in\n"
+                + "let f = fn(x: " + X + ") -> " + X + " {\n  let z = g(x) in\n  z\n} in\nlet x = " + X + " in\nx\n")).body().lets().get(1).rhs();
+        AdError e = catchThrowableOfType(AdError.class, () -> TransformAd.reverseFn("f", fn));
         assertThat(e.let()).isEqualTo("z");
-        assertThat(e.getMessage()).contains("call of g").contains("does not differentiate through calls");
+        assertThat(e.getMessage()).isEqualTo("reverseMode: let z: g is not a fn in scope of f");
     }
 
     @Test void aDeviceGatherIsRefusedWithTheSeedsText() {
@@ -55,12 +63,15 @@ class RefusalTest {
     }
 
     @Test void aLetThatGetsNoCotangentIsSkippedNotRefused() {
-        // d depends only on the discrete ids: its let never receives a cotangent.
+        // d depends only on the discrete ids and no cotangent reaches it: its rule (clamp refuses,
+        // no gradient) is never asked, and nothing is recorded for it.
         Program p = Checker.check(Parser.parse("t.kina",
                 "let f = fn(x: " + X + ", ids: tensor<I64, [2], @host>) -> " + X + " {\n"
-                        + "  let d = ids.sum(axis=0, keepdims=true) in\n  let y = x.exp() in\n  y\n} in\n"
+                        + "  let d = ids.clamp(lo=0, hi=1) in\n  let y = x.exp() in\n  y\n} in\n"
                         + "let x = " + X + " in\nlet ids = tensor<I64, [2], @host> in\nhandle f(x, ids) with reverseMode\n"));
-        assertThat(TransformAd.transform(p)).isNotNull();
+        String printed = kina.ir.Printer.print(TransformAd.transform(p));
+        assertThat(printed).contains("let g_x = ").doesNotContain("g_d").doesNotContain("g_ids");
+        assertThat(printed.split("clamp", -1)).as("only f's clamp and its copy in f_grad").hasSize(3);
     }
 
     @Test void anUnreachedFloatingParameterGetsPositiveZeros() {

@@ -289,4 +289,48 @@ class CheckerTest {
                 Map.entry(v("y"), f32(2)), Map.entry(v("g_x"), f32(2)), Map.entry(v("z"), f32(2)));
         assertThat(scope).doesNotContainKey(v("r"));
     }
+
+    // ---- NumPy conventions
+
+    @Test void negativeAxesAndPermEntriesCountFromTheEndAndPrintNormalised() {
+        String src = """
+                let x = tensor<F32, [2, 3, 4], @host> in
+                let t = tensor<I64, [2, 3], @host> in
+                let a = x.sum(axis=-1, keepdims=true) in
+                let b = x.log_softmax(axis=-2) in
+                let c = x.transpose([0, -1, -2]) in
+                let d = b.take_along_axis(t, axis=-1) in
+                let e = x.softmax(axis=-3) in
+                let m = x.argmax(axis=-1) in
+                d
+                """;
+        Program c = Checker.check(kina.syntax.Parser.parse("n.kina", src));
+        assertThat(typeOf(c, "a")).isEqualTo(f32(2, 3, 1));
+        assertThat(typeOf(c, "c")).isEqualTo(f32(2, 4, 3));
+        assertThat(typeOf(c, "d")).isEqualTo(f32(2, 3));
+        assertThat(typeOf(c, "m")).isEqualTo(i64(2, 3));
+        assertThat(kina.ir.Printer.print(c)).contains("x.sum(axis=2, keepdims=true)", "x.log_softmax(axis=1)",
+                "x.transpose([0, 2, 1])", "b.take_along_axis(t, axis=2)", "x.softmax(axis=0)", "x.argmax(axis=2)")
+                .doesNotContain("-1", "-2", "-3");
+        TypeError far = err(kina.syntax.Parser.parse("n.kina", "let x = tensor<F32, [2, 3], @host> in\nlet a = x.sum(axis=-3) in\na\n"));
+        assertThat(far.oneLine()).isEqualTo("n.kina:2:1: error: let a: sum: axis -3 out of range for tensor<F32, [2, 3], @host> "
+                + "(rank 2: axes are 0..1, or -2..-1 counted from the end)");
+    }
+
+    @Test void destructuringAHandleOfAnI64ParameterNamesItAndSaysWhy() {
+        var body = new Ir().let("y", new Instr.Gather(v("table"), v("ids"))).block("y");
+        Rhs.Fn onlyIds = fn(List.of(param("ids", i64(3))), f32(3, 4), new Ir().input("table", f32(5, 4))
+                .let("y", new Instr.Gather(v("table"), v("ids"))).block("y"));
+        TypeError alone = err(new Ir().let("f", onlyIds).input("x_i64", i64(3))
+                .destructure(handle("f", "x_i64"), "y", "dx").program("y"));
+        assertThat(alone.getMessage()).isEqualTo("let (y, dx): handle: cannot destructure tensor<F32, [3, 4], @host>: not a tuple; "
+                + "handle f with reverseMode returns the result alone: parameter ids : tensor<I64, [3], @host> of f is discrete, "
+                + "and I64 values get no cotangent (bind the result alone: let y = handle …)");
+        Rhs.Fn mixed = fn(List.of(param("table", f32(5, 4)), param("ids", i64(3))), f32(3, 4), body);
+        TypeError three = err(new Ir().let("f", mixed).input("t", f32(5, 4)).input("i", i64(3))
+                .destructure(handle("f", "t", "i"), "y", "g_t", "g_i").program("y"));
+        assertThat(three.getMessage()).startsWith("let (y, g_t, g_i): handle: pattern binds 3 names but the tuple has 2 elements")
+                .endsWith("handle f with reverseMode returns the result and 1 cotangent: parameter ids : tensor<I64, [3], @host> "
+                        + "of f is discrete, and I64 values get no cotangent");
+    }
 }

@@ -40,6 +40,26 @@ class CliTest {
         assertThat(a.out()).isEqualTo(b.out()).contains("result : tensor<F32, [8, 4], @host>");
     }
 
+    /** The Hessian-vector product examples run, by the recorded program and by the oracle, to the same output; grad prints what reads back. */
+    @Test void theHessianVectorProductExamplesRun(@TempDir Path dir) throws Exception {
+        for (String ex : new String[] {"nll_hvp", "storylm0_hvp"}) {
+            Result a = kina("run", "examples/" + ex + ".kina", "--random-inputs", "5");
+            Result b = kina("run", "examples/" + ex + ".kina", "--random-inputs", "5", "--oracle");
+            assertThat(a.code()).as(a.err()).isZero();
+            assertThat(a.out()).isEqualTo(b.out()).startsWith("result_0 : tensor<F32, ").doesNotContain("NaN");
+            Result g = kina("grad", "examples/" + ex + ".kina");
+            assertThat(g.code()).as(g.err()).isZero();
+            Path printed = dir.resolve(ex + "_grad.kina");
+            Files.writeString(printed, g.out());
+            Result again = kina("run", printed.toString(), "--random-inputs", "5");
+            assertThat(again.out()).as(again.err()).isEqualTo(a.out());
+        }
+        Result nll = kina("run", "examples/nll_hvp.kina", "--input", "logits=examples/inputs/nll/logits.npy",
+                "--input", "targets=examples/inputs/nll/targets.npy", "--input", "v=examples/inputs/nll/v.npy");
+        assertThat(nll.code()).as(nll.err()).isZero();
+        assertThat(nll.out()).contains("result_0 : tensor<F32, [1, 4, 8], @host>", "result_1 : tensor<F32, [1, 4, 8], @host>");
+    }
+
     @Test void randomInputsGiveFiniteResultsOfTheRightShapes() {
         Result r = kina("run", "examples/storylm0_forward.kina", "--random-inputs", "1");
         assertThat(r.code()).as(r.err()).isZero();
@@ -74,6 +94,36 @@ class CliTest {
                 + " is not a directory (the results are written into --out as .npy files)");
         assertThat(below.out()).isEmpty();
         assertThat(Files.readString(file)).isEqualTo("keep\n");
+    }
+
+    static final String DESTRUCTURED = """
+            let f = fn(x: tensor<F32, [2], @host>, y: tensor<F32, [2], @host>) -> tensor<F32, [2], @host> {
+              let z = x * y in
+              z
+            } in
+            let x = tensor<F32, [2], @host> in
+            let y = tensor<F32, [2], @host> in
+            let (r, g_x, g_y) = handle f(x, y) with reverseMode in
+            let s = g_x * r in
+            g_y
+            """;
+
+    @Test void checkPrintsTheTypeOfADestructuredResult(@TempDir Path dir) throws Exception {
+        Path f = Files.writeString(dir.resolve("d.kina"), DESTRUCTURED);
+        Result r = kina("check", f.toString());
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out()).endsWith("=> g_y : tensor<F32, [2], @host>\n");
+    }
+
+    @Test void dotDrawsADestructuringLetAsOneNode(@TempDir Path dir) throws Exception {
+        Path f = Files.writeString(dir.resolve("d.kina"), DESTRUCTURED), dot = dir.resolve("d.dot");
+        Result r = kina("grad", f.toString(), "--dot", dot.toString());
+        assertThat(r.code()).as(r.err()).isZero();
+        String g = Files.readString(dot);
+        assertThat(g.lines().filter(l -> l.contains("[label=\"") && l.contains("f_grad(x, y)")).count()).isEqualTo(1);
+        assertThat(g).contains("\"top/(r, g_x, g_y)\" [label=\"(r, g_x, g_y) = f_grad(x, y)\"]")
+                .contains("\"top/(r, g_x, g_y)\" -> \"top/s\" [label=\"g_x\"]")
+                .contains("\"top/(r, g_x, g_y)\" -> \"top/s\" [label=\"r\"]");
     }
 
     @Test void gradPrintsAProgramThatChecksOnceTheInternalFormIsAbsent() throws Exception {

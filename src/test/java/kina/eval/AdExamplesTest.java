@@ -136,6 +136,20 @@ class AdExamplesTest {
         for (int d = 0; d < 4; d++) assertThat(g[3 * 4 + d]).isNotZero();
     }
 
+    /** values rank 1 with a rank-0 index: take_along_axis and its adjoint scatter_along_axis at rank 1. */
+    @Test void nllOverASingleRowOfLogitsDifferentiates() {
+        String src = Programs.source("src/test/resources/nll_row.kina", DType.F64);
+        Program p = Programs.checked("row.kina", src);
+        double[] z = {0.5, -1.25, 2.0, 0.0, 0.75, -0.5, 1.5, -2.0};
+        java.util.Map<String, Tensor> in = java.util.Map.of("logits", Tensor.of(DType.F64, new long[] {8}, z),
+                "target", Tensor.ofInts(kina.ir.TensorType.host(DType.I64), new long[] {2}));
+        List<Tensor> rec = Programs.recorded(p, in);
+        assertBits(rec, Programs.oracle(p, in), "nll row");
+        Tensor sm = Kernels.softmax(in.get("logits"), 0);
+        for (int c = 0; c < 8; c++)
+            assertThat(rec.get(1).floats()[c]).isCloseTo(sm.floats()[c] - (c == 2 ? 1 : 0), org.assertj.core.data.Offset.offset(1e-15));
+    }
+
     static Rhs.Fn gradFn(Program p) {
         for (Let l : p.body().lets())
             if (l.rhs() instanceof Rhs.Fn fn && l.displayName().endsWith("_grad")) return fn;

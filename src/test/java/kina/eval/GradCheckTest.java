@@ -39,7 +39,7 @@ class GradCheckTest {
     static final List<String> OPS = List.of("neg", "exp", "log", "add", "sub", "mul", "div", "matmul", "reshape",
             "transpose", "broadcast", "sum", "softmax", "log_softmax", "take_along_axis", "gather", "reuse", "chain",
             "scatter_add", "scatter_along_axis",
-            // the transformer vocabulary (issue 5)
+            // the transformer vocabulary
             "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal", "silu", "gelu", "relu", "softcap", "maximum",
             "maximum_tie", "select", "swiglu", "rmsnorm", "layernorm", "l2norm", "rope", "attention",
             "attention_probs", "set_rows", "argmax", "int_ops",
@@ -142,20 +142,20 @@ class GradCheckTest {
             params.add(new Rhs.Param(v, type, Pos.NONE));
             int n = Math.toIntExact(type.shape().vol());
             double[] d = new double[n];
-            for (int i = 0; i < n; i++) {
-                double mag = lo + (hi - lo) * rng.nextDouble();
-                d[i] = lo >= 0 ? mag : mag;
-            }
+            for (int i = 0; i < n; i++) d[i] = lo + (hi - lo) * rng.nextDouble();
             inputs.put(name, Tensor.ofFloats(type, d));
             return v;
         }
 
-        Var ids(String name, long bound, long... dims) {
+        Var ids(String name, long bound, long... dims) { return idsBetween(name, 0, Math.min(bound, 3), dims); }   // few classes: repeats
+
+        /** An I64 parameter with values drawn from [lo, hi). */
+        Var idsBetween(String name, long lo, long hi, long... dims) {
             TensorType type = new TensorType(DType.I64, new Shape(dims), Placement.HOST);
             Var v = new Var(name);
             params.add(new Rhs.Param(v, type, Pos.NONE));
             long[] l = new long[Math.toIntExact(type.shape().vol())];
-            for (int i = 0; i < l.length; i++) l[i] = rng.nextLong(Math.min(bound, 3));   // few classes: repeats
+            for (int i = 0; i < l.length; i++) l[i] = rng.nextLong(lo, hi);
             inputs.put(name, Tensor.ofInts(type, l));
             return v;
         }
@@ -309,11 +309,12 @@ class GradCheckTest {
                     kina.ir.Perm p = kina.ir.Perm.of(perm);
                     c.finish(c.let("y", new Instr.Transpose(x, p)), p.apply(new Shape(dd)));
                 }
-                case "broadcast" -> {
+                case "broadcast" -> {                     // same rank, or new leading axes as NumPy adds them
                     long[] to = c.dims(rank);
                     for (int i = 0; i < rank; i++) to[i] = 2 + rng.nextInt(3);
-                    long[] from = to.clone();
-                    for (int i = 0; i < rank; i++) if (rng.nextBoolean()) from[i] = 1;
+                    int lead = rng.nextInt(3) == 0 ? 0 : rng.nextInt(rank + 1);
+                    long[] from = java.util.Arrays.copyOfRange(to, lead, rank);
+                    for (int i = 0; i < from.length; i++) if (rng.nextBoolean()) from[i] = 1;
                     Var x = c.param("x", c.t(from), -1, 1);
                     c.finish(c.let("y", new Instr.Broadcast(x, new Shape(to))), new Shape(to));
                 }
@@ -329,8 +330,8 @@ class GradCheckTest {
                     Var x = c.param("x", c.t(d), -2, 2);
                     c.finish(c.let("y", op.equals("softmax") ? new Instr.Softmax(x, axis) : new Instr.LogSoftmax(x, axis)), new Shape(d));
                 }
-                case "take_along_axis" -> {
-                    int r = 2 + rng.nextInt(2);
+                case "take_along_axis" -> {               // rank 1 too: a rank-0 index picks one element
+                    int r = 1 + rng.nextInt(3);
                     long[] dd = c.dims(r);
                     int axis = rng.nextInt(r);
                     Shape rho = new Shape(dd).drop(axis);
@@ -369,7 +370,7 @@ class GradCheckTest {
                     c.finish(c.let("y", new Instr.ScatterAdd(u, ids, dest)), dest.shape());
                 }
                 case "scatter_along_axis" -> {
-                    int r = 2 + rng.nextInt(2);
+                    int r = 1 + rng.nextInt(3);
                     long[] dd = c.dims(r);
                     int axis = rng.nextInt(r);
                     Shape rho = new Shape(dd).drop(axis);
@@ -471,7 +472,7 @@ class GradCheckTest {
                     c.finish(c.let("y", new Instr.SetRows(table, ids, rows)), Shape.of(v, dim));
                 }
                 case "argmax" -> {                        // take_along_axis(argmax): the max, its gradient the arg-max mask
-                    long[] dd = c.dims(2 + rng.nextInt(2));       // scatter_along_axis needs rank >= 2
+                    long[] dd = c.dims(1 + rng.nextInt(3));
                     int axis = rng.nextInt(dd.length);
                     Var x = c.param("x", c.t(dd), -1, 1);
                     Var am = c.let("am", new Instr.ArgMax(x, axis));
@@ -480,7 +481,7 @@ class GradCheckTest {
                 case "int_ops" -> {                       // clamp, requant and integer relu feed gather's indices
                     long v = 3 + rng.nextInt(3), dim = 1 + rng.nextInt(3);
                     long[] sigma = c.dims(1 + rng.nextInt(2));
-                    Var ids = c.ids("ids", v, sigma);
+                    Var ids = c.idsBetween("ids", -3, v + 3, sigma);           // values clamp, requant and relu all change
                     Var cl = c.let("cl", new Instr.Clamp(ids, -1, v - 1));
                     Var rq = c.let("rq", new Instr.Requant(cl, rng.nextInt(2)));
                     Var rl = c.let("rl", new Instr.Relu(rq));

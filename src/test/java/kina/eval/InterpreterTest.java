@@ -258,5 +258,18 @@ class InterpreterTest {
             assertThat(((Tensor) a.elems().get(k)).bitEquals((Tensor) b.elems().get(k))).isTrue();
         // ids [1, 1]: both rows of the gather are x's row 1; scatter_add puts 2·row 1 there, row 0 stays +0.0
         assertThat(((Tensor) a.elems().get(4)).floats()).containsExactly(0, 0, 0, 0, 6, 2);
+        assertThat(((Tensor) a.elems().get(1)).floats()).containsExactly(0.5, -1, 2, 0, 3, 1);          // reshape keeps the order
+        assertThat(((Tensor) a.elems().get(3)).floats()).containsExactly(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 6, 6, 2, 2, 2);
+        // d = (a·b)/a with a = x + 1 and b = 1 is NaN where x = −1 (0/0), else 1; m = x @ (−log(exp d))ᵀ
+        double l = Kernels.log(Kernels.exp(Tensor.of(DType.F64, dims(1), 1.0))).floats()[0];
+        double[] m = ((Tensor) a.elems().get(0)).floats();
+        assertThat(m[0]).isNaN();
+        assertThat(m[2]).isNaN();
+        assertThat(m[1]).isEqualTo(-1.5 * l);
+        assertThat(m[3]).isEqualTo(-4 * l);
+        double[] sx = ((Tensor) a.elems().get(2)).floats();                // take_along_axis then scatter back: only [0, 2] and [1, 0]
+        for (int k = 0; k < 6; k++) if (k != 2 && k != 3) assertThat(Double.doubleToRawLongBits(sx[k])).as("sx[%d]", k).isZero();
+        assertThat(sx[2]).isNegative();
+        assertThat(sx[3]).isNegative();
     }
 }

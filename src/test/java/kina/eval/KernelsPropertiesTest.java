@@ -71,6 +71,14 @@ class KernelsPropertiesTest {
         for (int i = 3; i > 0; i--) { int j = r.nextInt(i + 1); int tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp; }
         Tensor x = f32(dims, randomFloats(r, (int) (dims[0] * dims[1] * dims[2] * dims[3])));
         Perm p = Perm.of(perm);
-        assertThat(Kernels.transpose(Kernels.transpose(x, p), p.inverse()).bitEquals(x)).isTrue();
+        Tensor y = Kernels.transpose(x, p);
+        assertThat(Kernels.transpose(y, p.inverse()).bitEquals(x)).isTrue();
+        long[] yd = p.apply(x.type().shape()).dims(), xs = x.type().shape().strides(), at = new long[4];
+        for (int k = 0; k < y.size(); k++) {                   // y[i] = x[j] with j_perm[d] = i_d: the data moved, not only the shape
+            long rest = k, src = 0;
+            for (int d = 3; d >= 0; d--) { at[d] = rest % yd[d]; rest /= yd[d]; }
+            for (int d = 0; d < 4; d++) src += at[d] * xs[perm[d]];
+            assertThat(y.floats()[k]).isEqualTo(x.floats()[(int) src]);
+        }
     }
 }

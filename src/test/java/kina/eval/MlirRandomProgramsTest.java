@@ -55,11 +55,20 @@ class MlirRandomProgramsTest {
                 for (Program p : List.of(c.program, c.forward)) {
                     modules.add(Emitter.emit(p).text());
                     collect(TransformAd.transform(p).body(), lowered);
+                    // as the plan rewrites it too: its fusions (Instr.Fused) are lowered as well
+                    Program planned = kina.plan.Plan.compile(TransformAd.transform(p)).program();
+                    modules.add(Emitter.emit(planned).text());
+                    collect(planned.body(), lowered);
                     n++;
                 }
             }
-        for (String ex : List.of("examples/storylm0_train_step.kina", "examples/nll.kina"))     // literals and inner inputs
-            collect(TransformAd.transform(Programs.checked(ex, Programs.source(ex, DType.F32))).body(), lowered);
+        for (String ex : List.of("examples/storylm0_train_step.kina", "examples/nll.kina")) {     // literals and inner inputs; attention's fusions
+            Program t = TransformAd.transform(Programs.checked(ex, Programs.source(ex, DType.F32)));
+            collect(t.body(), lowered);
+            Program planned = kina.plan.Plan.compile(t).program();
+            modules.add(Emitter.emit(planned).text());
+            collect(planned.body(), lowered);
+        }
         assertThat(n).isGreaterThanOrEqualTo(300);
         Toolchain.Outcome o = Toolchain.verifyAll(tools, modules);
         assertThat(o.rc()).as("mlir-opt-19 --split-input-file on %d modules:\n%s", n, o.stderr().lines().limit(10).toList()).isZero();

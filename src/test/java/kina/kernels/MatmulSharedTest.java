@@ -23,7 +23,11 @@ class MatmulSharedTest {
         check(rng, threads, m, k, ns, rng.nextBoolean(), rng.nextBoolean());
     }
 
-    /** The train step's groups (q/k/v and gate/up, forward and weight gradients), two of them large enough for 2 threads. */
+    /**
+     * The train step's groups (q/k/v and gate/up, forward and weight gradients): each runs its row
+     * blocks on both threads at 2 (every one is above Matmul.PARALLEL_MIN) and on one at 1, with
+     * the same bits.
+     */
     @Test void theModelsShapes() {
         SplittableRandom rng = new SplittableRandom(3);
         int[][] shapes = {{1024, 128, 128, 128, 128}, {1024, 128, 344, 344}, {128, 1024, 128, 128, 128}, {128, 1024, 344, 344},
@@ -32,12 +36,15 @@ class MatmulSharedTest {
         for (int threads = 1; threads <= 2; threads++)
             for (int s = 0; s < shapes.length; s++) {
                 int[] ns = java.util.Arrays.copyOfRange(shapes[s], 2, shapes[s].length);
-                check(rng, threads, shapes[s][0], shapes[s][1], ns, layouts[s][0], layouts[s][1]);
+                long fanOuts = check(rng, threads, shapes[s][0], shapes[s][1], ns, layouts[s][0], layouts[s][1]);
+                long work = (long) shapes[s][0] * shapes[s][1] * java.util.Arrays.stream(ns).sum();
+                assertThat(fanOuts > 0).as("shape %d at %d threads fanned out", s, threads)
+                        .isEqualTo(threads == 2 && work >= Matmul.PARALLEL_MIN);
             }
-        assertThat(500L * 256 * 256 * 3).isGreaterThanOrEqualTo(Matmul.PARALLEL_MIN);
     }
 
-    private static void check(SplittableRandom rng, int threads, int m, int k, int[] ns, boolean transA, boolean transB) {
+    /** Compares the shared products with separate sgemm calls, bit for bit; answers how often the shared call fanned out. */
+    private static long check(SplittableRandom rng, int threads, int m, int k, int[] ns, boolean transA, boolean transB) {
         Parallel.setThreads(threads);
         float[] a = random(rng, m * k);
         float[][] bs = new float[ns.length][], want = new float[ns.length][], got = new float[ns.length][];
@@ -48,12 +55,18 @@ class MatmulSharedTest {
             java.util.Arrays.fill(got[t], Float.NaN);              // every element written
             Matmul.sgemm(a, transA, bs[t], transB, want[t], 1, m, k, ns[t]);
         }
+        long before = Parallel.fanOuts(), oneA = Matmul.SHARED_A_RUNS.sum();
         Matmul.sgemmShared(a, transA, bs, transB, got, m, k, ns);
+        long fanOuts = Parallel.fanOuts() - before;
+        boolean together = Matmul.VECTOR && m > 0 && k > 0
+                && java.util.Arrays.stream(ns).allMatch(n -> n > 0 && (long) m * k * n >= Matmul.SMALL);   // else sgemm per product
+        assertThat(Matmul.SHARED_A_RUNS.sum() > oneA).as("one A packed for all products").isEqualTo(together);
         for (int t = 0; t < ns.length; t++)
             for (int i = 0; i < want[t].length; i++)
                 assertThat(Float.floatToRawIntBits(got[t][i])).as("%dx%dx%s %s%s threads %d: output %d element %d", m, k,
                         java.util.Arrays.toString(ns), transA ? "T" : "N", transB ? "T" : "N", threads, t, i)
                         .isEqualTo(Float.floatToRawIntBits(want[t][i]));
+        return fanOuts;
     }
 
     private static float[] random(SplittableRandom rng, int n) {

@@ -37,7 +37,9 @@ class MatmulTwinTest {
     void fixedShapes() {
         SplittableRandom rng = new SplittableRandom(11);
         int[][] shapes = {{1, 96, 256, 32}, {2, 48, 257, 33}, {1, 128, 64, 172}, {4, 64, 32, 64}, {1, 6, 512, 16}, {1, 7, 1, 17},
-            {1, 9, Matmul.KC + 1, 20}};
+            {1, 9, Matmul.KC + 1, 20},
+            // fewer rows than the tile, B read in place (a decode step): ragged column tails, batches, long K
+            {1, 1, 256, 688}, {1, 1, 688, 256}, {8, 1, 32, 256}, {4, 4, 256, 32}, {2, 3, 7, 33}, {1, 2, 1, 9}, {1, 1, Matmul.KC + 5, 70}};
         for (int threads = 1; threads <= 3; threads++)
             for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
     }
@@ -49,22 +51,27 @@ class MatmulTwinTest {
      */
     @Test
     void inPlaceAndPackedForms() {
-        for (int[] s : new int[][] {{401, Matmul.KC + 100, 150}, {403, 1200, 139}, {431, 580, 270}})   // they reach the shared path
-            assertThat((long) s[0] * s[1] * s[2]).isGreaterThanOrEqualTo(Matmul.SHARED_MIN);
         SplittableRandom rng = new SplittableRandom(12);
         int[][] shapes = {{4, 128, 128, 32}, {3, 128, 32, 128}, {1, 131, 600, 40}, {1, 33, 513, 129}, {1, 128, 1024, 344},
             {1, 300, 700, 100}, {2, 64, 344, 171},
             // K over several blocks of KC (chains continued from out): A packed, and transposed in place.
             {1, 131, 2 * Matmul.KC + 52, 40}, {1, 33, Matmul.KC + 76, 129}, {1, 20, Matmul.KC + 3, 300},
             // Around the form limits: 4 | 5 column panels (transposed A in place | packed), with ragged rows
-            // and lanes; K = 63 | 64 and few panels (a plain A was read in place from K = 64 until session 13).
+            // and lanes; K = 63 | 64 and few panels (a plain A was once read in place from K = 64).
             {2, 41, 63, 100}, {2, 37, 64, 128}, {1, 45, 200, 64}, {1, 43, 130, 70}, {2, 128, 32, 128},
             // 2 threads, one batch element, M ≥ 4·MC and M·K·N ≥ SHARED_MIN: B packed once and shared, row
             // blocks claimed one at a time, the last one ragged (not a multiple of the register tile), A
             // packed, ragged lanes; K over two blocks.
             {1, 401, Matmul.KC + 100, 150}, {1, 403, 1200, 139}, {1, 431, 580, 270}};
         for (int threads = 1; threads <= 2; threads++)
-            for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
+            for (int[] s : shapes) {
+                long before = Matmul.SHARED_B_RUNS.sum();
+                check(rng, threads, s[0], s[1], s[2], s[3]);
+                boolean shared = threads == 2 && s[0] == 1 && s[1] >= 4 * Matmul.MC && (long) s[1] * s[2] * s[3] >= Matmul.SHARED_MIN;
+                assertThat(Matmul.SHARED_B_RUNS.sum() > before).as("%s at %d threads took the shared-B path", shape(s[0], s[1], s[2], s[3]), threads)
+                        .isEqualTo(shared);
+            }
+        assertThat(Matmul.SHARED_B_RUNS.sum()).as("the last three shapes take the shared-B path").isPositive();
     }
 
     private static void check(SplittableRandom rng, int threads, int batch, int m, int k, int n) {

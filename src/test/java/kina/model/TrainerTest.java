@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Training `tiny` for real (issue 6): the loss falls, and a killed run resumes bit for bit. */
+/** Training `tiny` for real: the loss falls, and a killed run resumes bit for bit. */
 class TrainerTest {
     static final PrintStream QUIET = new PrintStream(OutputStream.nullOutputStream());
 

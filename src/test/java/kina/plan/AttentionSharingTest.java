@@ -59,7 +59,7 @@ class AttentionSharingTest {
     @MethodSource("cases")
     void theForwardAttentionWritesPAndThePlanEqualsTheInterpreter(String what, String src) {
         Program p = transformed(what, src);
-        Plan shared = Plan.compile(p), separate = Plan.compile(p, true, false);
+        Plan shared = Plan.compile(p), separate = Plan.compile(p, Plan.UNSHARED);
         int merged = src.contains("sinks") ? 2 : 1;                    // P, and with sinks the sink shares
         assertThat(shared.steps()).as(what).isEqualTo(separate.steps() - merged);
         for (int threads : new int[] {1, 2}) {
@@ -91,7 +91,7 @@ class AttentionSharingTest {
                 let (y, gq, gk, gv) = handle f(q, k, v) with reverseMode in
                 (y3, y4, y5, y6, y, gq, gk, gv)
                 """.formatted(t));
-        Plan shared = Plan.compile(p), separate = Plan.compile(p, true, false);
+        Plan shared = Plan.compile(p), separate = Plan.compile(p, Plan.UNSHARED);
         assertThat(shared.steps()).isEqualTo(separate.steps() - 1);      // only the differentiated attention's P
         assertBitsAtOneAndTwoThreads(shared, p, threads -> threads, "other options, ");
     }
@@ -100,7 +100,7 @@ class AttentionSharingTest {
     void f64AttentionIsNotMerged() {
         String src = program(1, 5, 5, 2, 2, 4, true, "window=3").replace("F32", "F64");
         Program p = transformed("f64", src);
-        assertThat(Plan.compile(p).steps()).isEqualTo(Plan.compile(p, true, false).steps());
+        assertThat(Plan.compile(p).steps()).isEqualTo(Plan.compile(p, Plan.UNSHARED).steps());
         Map<String, Tensor> in = randomInputs(Plan.compile(p), 1, 4);
         assertBits(Plan.compile(p).run(in), interpret(p, in), "f64");
     }

@@ -49,7 +49,7 @@ class FusionTest {
     @EnumSource(value = DType.class, names = {"F32", "F64"})
     void aFusedChainEqualsTheInterpreterBitForBit(DType d) {
         Program p = transformed("chain", d == DType.F64 ? CHAIN.replace("F32", "F64") : CHAIN);
-        Plan fused = Plan.compile(p), plain = Plan.compile(p, false);
+        Plan fused = Plan.compile(p), plain = Plan.compile(p, Plan.UNFUSED);
         assertThat(fused.fusedSteps()).isGreaterThanOrEqualTo(10);
         assertThat(fused.steps()).isLessThan(plain.steps());
         assertThat(fused.arenaBytes()).isLessThan(plain.arenaBytes());
@@ -162,7 +162,7 @@ class FusionTest {
     @ValueSource(strings = {"tiny", "small"})
     void theTrainStepsOptimizerFuses(String config) {
         Program p = trainStep(config);
-        Plan fused = Plan.compile(p), plain = Plan.compile(p, false);
+        Plan fused = Plan.compile(p), plain = Plan.compile(p, Plan.UNFUSED);
         System.out.printf("%s train step: unfused %d steps, arena %,d bytes (peak live %,d); fused %d steps"
                         + " (%d steps in fused passes), arena %,d bytes (peak live %,d)%n", config, plain.steps(),
                 plain.arenaBytes(), plain.peakLiveBytes(), fused.steps(), fused.fusedSteps(), fused.arenaBytes(), fused.peakLiveBytes());
@@ -171,6 +171,6 @@ class FusionTest {
         // its two cotangents, so that product is a buffer, not a register of a pass)
         assertThat(fused.peakLiveBytes()).isLessThanOrEqualTo(plain.peakLiveBytes());
         assertThat(fused.arenaBytes()).isLessThan(plain.arenaBytes() * 11 / 10);    // best fit: layouts vary a little
-        assertThat(fused.nativeKinds()).containsEntry("fused:F32", true);
+        assertThat(fused.nativeKinds()).containsEntry("elementwise:F32", true);
     }
 }

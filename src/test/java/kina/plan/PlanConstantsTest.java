@@ -25,7 +25,7 @@ class PlanConstantsTest {
 
     @Test void equalFillsShareOneBuffer() {
         Program p = transformed("fills", FILLS);
-        Plan plan = Plan.compile(p, false);
+        Plan plan = Plan.compile(p, Plan.UNFUSED);
         // 0.5 over [64, 256] once, 2.0 over [64, 256], 0.5 over [64, 1]: three buffers, not four.
         assertThat(plan.constantBytes()).isEqualTo(4L * (64 * 256 + 64 * 256 + 64));
         Map<String, Tensor> in = randomInputs(plan, 7, 4);

@@ -70,7 +70,7 @@ class QkSoftmaxGradTest {
     void theFusedRowPassEqualsTheInterpreterBitForBit(String what, String src) {
         Program p = transformed(what, src);
         Plan plan = Plan.compile(p);
-        assertThat(plan.nativeKinds()).as(what).containsKey("qk_softmax_grad:F32");
+        assertThat(plan.nativeKinds()).as(what).containsKey("attention_softmax_grad:F32");
         if (!src.contains("softcap"))                                  // dq = attention_pk(ds, k) runs inside it too
             assertThat(plan.nativeKinds()).as(what).doesNotContainKey("attention_pk:F32");
         // with a kv head per head dK = attention_pq(ds, q) and dV = attention_pq(p, g) run inside it too
@@ -105,7 +105,7 @@ class QkSoftmaxGradTest {
             String src = AttentionSharingTest.program(1, 6, 6, 2, 2, 4, false, opts);
             Program p = transformed(opts, src);
             Plan plan = Plan.compile(p);
-            assertThat(plan.nativeKinds()).containsKey("qk_softmax_grad:F32");
+            assertThat(plan.nativeKinds()).containsKey("attention_softmax_grad:F32");
             Map<String, Tensor> rnd = randomInputs(plan, 5, 4), in = new LinkedHashMap<>();
             rnd.forEach((name, t) -> {
                 double[] v = new double[(int) t.size()];
@@ -183,8 +183,8 @@ class QkSoftmaxGradTest {
             Plan plan = Plan.compile(c.p());
             assertThat(plan.attendedOnlySteps()).as("P of attention_probs alone, ds an output").isZero();
             Map<String, Boolean> kinds = plan.nativeKinds();
-            if (c.merged()) assertThat(kinds).as(c.what()).containsKey("qk_softmax_grad:F32").doesNotContainKeys("attention_qk:F32", "softmax_grad:F32");
-            else assertThat(kinds).as(c.what()).containsKeys("attention_qk:F32", "softmax_grad:F32").doesNotContainKey("qk_softmax_grad:F32");
+            if (c.merged()) assertThat(kinds).as(c.what()).containsKey("attention_softmax_grad:F32").doesNotContainKeys("attention_qk:F32", "softmax_grad:F32");
+            else assertThat(kinds).as(c.what()).containsKeys("attention_qk:F32", "softmax_grad:F32").doesNotContainKey("attention_softmax_grad:F32");
             assertBitsAtOneAndTwoThreads(plan, c.p(), t -> 7L + t, c.what() + ", ");
         }
     }

@@ -45,7 +45,7 @@ class SharedSigmoidTest {
     @MethodSource("cases")
     void theSwigluWritesTheSigmoidAndThePlanEqualsTheInterpreter(String what, String src, boolean shared) {
         Program p = transformed(what, src);
-        Plan plan = Plan.compile(p), separate = Plan.compile(p, true, false);
+        Plan plan = Plan.compile(p), separate = Plan.compile(p, Plan.UNSHARED);
         assertThat(plan.steps()).as(what + ": the VJP's sigmoid merged").isEqualTo(separate.steps() - 1);
         if (shared) assertThat(plan.nativeKinds()).as(what).doesNotContainKey("sigmoid:F32");
         else assertThat(plan.nativeKinds()).as(what + ": the forward's own sigmoid stays").containsKey("sigmoid:F32");

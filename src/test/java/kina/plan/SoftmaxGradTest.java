@@ -63,7 +63,7 @@ class SoftmaxGradTest {
     @MethodSource("matching")
     void theRowPassEqualsTheInterpreterBitForBit(String what, String src) {
         Program p = transformed(what, src);
-        Plan fused = Plan.compile(p), plain = Plan.compile(p, false);
+        Plan fused = Plan.compile(p), plain = Plan.compile(p, Plan.UNFUSED);
         assertThat(fused.nativeKinds()).as(what).containsKey("softmax_grad:F32");
         assertThat(plain.nativeKinds()).as(what).doesNotContainKey("softmax_grad:F32");
         for (int threads : new int[] {1, 2}) {

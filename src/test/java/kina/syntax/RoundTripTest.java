@@ -134,7 +134,7 @@ class RoundTripTest {
                             Fn f = fns.get(r.nextInt(fns.size()));
                             rhs = "handle " + f.name() + args(names, fns, f.arity(), 2);
                             if (r.nextBoolean()) rhs += sp();
-                            rhs += " with reverseMode";
+                            rhs += r.nextInt(3) == 0 ? " with forwardMode" + args(names, fns, r.nextInt(3), 2) : " with reverseMode";
                         } else {
                             List<String> es = new ArrayList<>();
                             for (int i = 0; i < m; i++) es.add(expr(names, fns, 2, true));
@@ -308,7 +308,8 @@ class RoundTripTest {
                 } else if (kind == 4) {
                     List<Var> bs = List.of(name(), name());
                     Rhs rhs = fns.isEmpty() || r.nextBoolean() ? new Rhs.Tuple(List.of(pick(scope), pick(scope)))
-                            : new Rhs.Handle(pick(fns), List.of(pick(scope)));
+                            : new Rhs.Handle(pick(fns), List.of(pick(scope)), r.nextBoolean() ? new Rhs.Mode.ReverseMode()
+                                    : new Rhs.Mode.ForwardMode(List.of(pick(scope))));
                     lets.add(new Let(bs, true, rhs, Pos.NONE, null, null));
                     scope.addAll(bs);
                 } else {

@@ -1,0 +1,341 @@
+package kina.plan;
+
+import static kina.plan.Pattern.any;
+import static kina.plan.Pattern.op;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import kina.ir.Block;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Instr.*;
+import kina.ir.Let;
+import kina.ir.Perm;
+import kina.ir.Program;
+import kina.ir.TensorType;
+import kina.ir.Type;
+import kina.ir.Var;
+
+/**
+ * The plan's rewrite table: each rule finds a pattern in the flat program and replaces it by
+ * one of the plan's fusions ({@link Instr.Fused}), whose reference kernel computes what the
+ * pattern computed in the same order and whose native kernel is faster. Rules run in table
+ * order, each over the whole program; a let no rule matches passes through unchanged. The
+ * rewritten program is an ordinary program: {@code kina plan FILE} prints it, and the interpreter
+ * runs it to the same bits as the original. A fused let takes the place where its kernel runs
+ * (the schedule is the program's order) and binds the very Vars of the values it makes, so no
+ * reader changes.
+ */
+final class Rewrites {
+    private Rewrites() {}
+
+    /** One rule: its name (the fusion it makes), what it recognises, and its pass. */
+    record Rule(String name, String recognises, Function<Graph, Graph.Edit> pass) {}
+
+    /** The table, in the order the rules run (an earlier rule's fusions are what a later one sees). */
+    static final List<Rule> TABLE = List.of(
+            new Rule("dead", "a let whose value no result needs (one that can trap stays, as the interpreter runs it)",
+                    Rewrites::dead),
+            new Rule("matmul_t", "a floating transpose of the last two axes read only by matmuls",
+                    Rewrites::transposedOperands),
+            new Rule("softmax_grad", "p * (dp - (p * dp).sum(last, keepdims).broadcast(..)) over F32, as the softmax VJP writes it",
+                    Rewrites::softmaxGrads),
+            new Rule("attention_softmax_grad", "a softmax_grad of attention_probs whose dp is an attention_qk read only there, "
+                    + "with the attention_pk / attention_pq products of its ds and p", Rewrites::attentionSoftmaxGrads),
+            new Rule("elementwise", "chains of F32 / F64 neg, sqrt, add, sub, mul, div and maximum, with the broadcasts and fills they read",
+                    FuseElementwise::fuse),
+            new Rule("attention_with_probs", "an F32 attention and a later attention_probs over the same q, k, sinks and options",
+                    Rewrites::sharedProbs),
+            new Rule("swiglu_sigmoid", "an F32 swiglu and a later sigmoid of the same gate", Rewrites::sharedSigmoids),
+            new Rule("matmul_shared", "F32 matmuls of one batch element with one left operand and layout",
+                    Rewrites::sharedOperands));
+
+    /** Every rule's name. */
+    static final Set<String> ALL = Set.copyOf(TABLE.stream().map(Rule::name).toList());
+
+    /** The rewritten program, and how many fusions (for "dead": lets dropped) each rule made. */
+    record Result(Program program, Map<String, Integer> counts) {}
+
+    /** Runs the rules named in {@code enabled} (in table order) over a flat program. */
+    static Result rewrite(Program flat, Set<String> enabled) {
+        List<Let> lets = flat.body().lets();
+        Var result = flat.body().result();
+        Map<String, Integer> counts = new LinkedHashMap<>();
+        for (Rule r : TABLE) {
+            if (!enabled.contains(r.name())) continue;
+            Graph.Edit e = r.pass().apply(new Graph(lets, result));
+            counts.put(r.name(), e.made());
+            lets = e.lets();
+            defineBeforeUse(lets, r.name());
+        }
+        return new Result(new Program(flat.file(), new Block(lets, result, flat.body().resultPos())), counts);
+    }
+
+    /** A rule's own check: every value a let reads is bound by an earlier let (a rule that breaks it is a bug). */
+    private static void defineBeforeUse(List<Let> lets, String rule) {
+        Set<Var> bound = new java.util.HashSet<>();
+        for (Let l : lets) {
+            for (Var a : Graph.reads(l))
+                if (!bound.contains(a)) throw new IllegalStateException("rewrite " + rule + ": let " + l.binders() + " reads " + a + " before it is bound");
+            bound.addAll(l.binders());
+        }
+    }
+
+    // ---- helpers ----------------------------------------------------------------------------
+
+    private static boolean f32(Graph g, Var v) { return g.type(v).dtype() == DType.F32; }
+
+    /** A let binding {@code vars} (one plain, several destructured) to {@code ins}, typed by {@code types}. */
+    static Let bind(List<Var> vars, Instr ins, List<TensorType> types) {
+        if (vars.size() == 1) return Let.typed(vars.getFirst(), ins, types.getFirst());
+        return new Let(vars, true, ins, kina.ir.Pos.NONE, null, new Type.Tuple(List.copyOf(types)));
+    }
+
+    // ---- dead lets --------------------------------------------------------------------------
+
+    /** Drops, last to first, each let no result needs, except inputs and the indexing instructions (which may trap). */
+    static Graph.Edit dead(Graph g) {
+        Graph.Edit e = new Graph.Edit(g);
+        java.util.Set<Var> needed = new java.util.HashSet<>();
+        for (Var o : g.outputs()) needed.add(g.rootOf(o));
+        for (int i = g.size() - 1; i >= 0; i--) {
+            Let l = g.let(i);
+            Instr ins = g.instr(i);
+            boolean keep = ins == null || ins instanceof Input || ins instanceof Indexing
+                    || l.binders().stream().anyMatch(b -> needed.contains(g.rootOf(b)));
+            if (!keep) { e.remove(i); continue; }
+            for (Var a : Graph.reads(l)) needed.add(g.rootOf(a));
+        }
+        return e;
+    }
+
+    // ---- matmul_t ---------------------------------------------------------------------------
+
+    /**
+     * A floating {@code transpose} that swaps the last two axes, is no result, has no view and is
+     * read only as a matmul operand folds into each matmul reading it: {@code %matmul_t} with that
+     * operand's flag set (a matmul reading no folded transpose stays a matmul).
+     */
+    static Graph.Edit transposedOperands(Graph g) {
+        Graph.Edit e = new Graph.Edit(g);
+        Map<Var, Var> folded = new HashMap<>();                      // a folded transpose → its source
+        for (int i = 0; i < g.size(); i++)
+            if (g.instr(i) instanceof Transpose(Var x, Perm perm) && perm.rank() >= 2 && perm.equals(Perm.lastTwo(perm.rank()))) {
+                Var t = g.let(i).var();
+                if (!g.type(t).dtype().floating() || g.pinned(t)) continue;
+                if (g.readers(t).stream().allMatch(r -> g.instr(r) instanceof Matmul)) {
+                    folded.put(t, x);
+                    e.drop(i);
+                }
+            }
+        for (int i = 0; i < g.size(); i++)
+            if (g.instr(i) instanceof Matmul(Var a, Var b) && (folded.containsKey(a) || folded.containsKey(b))) {
+                Let l = g.let(i);
+                e.replace(i, Let.typed(l.var(), new MatmulT(folded.getOrDefault(a, a), folded.getOrDefault(b, b),
+                        folded.containsKey(a), folded.containsKey(b)), l.type()));
+            }
+        return e;
+    }
+
+    // ---- softmax_grad -----------------------------------------------------------------------
+
+    /** ds = p * (dp - (p * dp).sum(axis=last, keepdims=true).broadcast(…)), the softmax VJP's lets, over F32. */
+    private static final Pattern SOFTMAX_GRAD = op(Mul.class, any("p"),
+            op(Sub.class, any("dp"),
+                    op(Broadcast.class,
+                            op(Sum.class, op(Mul.class, any("p"), any("dp")).commutes().once().as("m")
+                                    .where((g, m) -> f32(g, m) && g.type(m).rank() > 0))
+                                    .where((g, d) -> g.defining(d) instanceof Sum(Var m, int axis, boolean keep)
+                                            && keep && axis == g.type(m).rank() - 1)
+                                    .as("d"))
+                            .once().as("b"))
+                    .once().as("s"))
+            .commutes();
+
+    /**
+     * The backward of a softmax over the last axis becomes one row pass {@code %softmax_grad(p, dp)}
+     * at the first mul's place (its operands are live there); with its row sums d as a second
+     * result when d has other readers.
+     */
+    static Graph.Edit softmaxGrads(Graph g) {
+        Graph.Edit e = new Graph.Edit(g);
+        for (int i = 0; i < g.size(); i++) {
+            if (!(g.instr(i) instanceof Mul) || e.dropped(i) || e.replaced(i)) continue;
+            Var ds = g.let(i).var();
+            Map<String, Var> m = SOFTMAX_GRAD.match(g, ds);
+            if (m == null || !g.type(m.get("b")).equals(g.type(m.get("m")))) continue;
+            int at = g.def(m.get("m"));
+            if (e.dropped(at) || e.replaced(at)) continue;
+            Var d = m.get("d");
+            boolean rowSums = g.readers(d).size() > 1 || g.pinned(d);
+            List<Var> vars = rowSums ? List.of(ds, d) : List.of(ds);
+            List<TensorType> types = rowSums ? List.of(g.type(ds), g.type(d)) : List.of(g.type(ds));
+            e.replace(at, bind(vars, new SoftmaxGrad(m.get("p"), m.get("dp"), rowSums), types));
+            for (String k : new String[] {"d", "b", "s"}) e.drop(g.def(m.get(k)));
+            e.drop(i);
+        }
+        return e;
+    }
+
+    // ---- attention_softmax_grad -------------------------------------------------------------
+
+    /**
+     * A softmax_grad(p, dp) whose dp = attention_qk(g, v) is F32, read there alone, and whose p is
+     * the F32 attention_probs(q, k, …) (not the sink shares) under the same options becomes one
+     * {@code %attention_softmax_grad} at its place: the product runs inside the row pass, and both
+     * hold +0.0 at every pair the mask leaves out. A later dq = attention_pk(ds, x) whose x has
+     * v's type and is made before that place runs inside it too; with one kv head per head also
+     * dK = attention_pq(ds, q) (q of g's type, made before) and dV = attention_pq(p, g) when every
+     * reader of dV runs after that place.
+     */
+    static Graph.Edit attentionSoftmaxGrads(Graph g) {
+        Graph.Edit e = new Graph.Edit(g);
+        Map<Var, Integer> movedTo = new HashMap<>();                  // a dV now made earlier, at its row pass
+        for (int i = 0; i < g.size(); i++) {
+            if (!(g.instr(i) instanceof SoftmaxGrad(Var p, Var dp, boolean rowSums))) continue;
+            if (!g.once(dp) || !(g.defining(dp) instanceof AttentionProduct(Var gy, Var v, AttnOpts qo, AttentionProduct.Form form))
+                    || form != AttentionProduct.Form.QK) continue;
+            if (!(g.defining(p) instanceof AttentionProbs ap) || ap.sinkColumn() || !ap.opts().equals(qo)
+                    || !f32(g, p) || !g.type(p).equals(g.type(dp))) continue;
+            Var ds = g.let(i).binders().getFirst();
+            final int here = i;
+            java.util.function.ToIntFunction<Var> made = x -> movedTo.getOrDefault(g.rootOf(x), g.madeAt(x));
+            int pk = first(g, e, ds, r -> g.instr(r) instanceof AttentionProduct(Var a, Var x, AttnOpts o, AttentionProduct.Form f)
+                    && f == AttentionProduct.Form.PK && a.equals(ds) && !x.equals(ds) && o.equals(qo)
+                    && made.applyAsInt(x) < here && g.type(x).equals(g.type(v)));
+            int dk = -1, dv = -1;
+            if (qo.heads() == qo.kvHeads()) {
+                dk = first(g, e, ds, r -> g.instr(r) instanceof AttentionProduct(Var a, Var x, AttnOpts o, AttentionProduct.Form f)
+                        && f == AttentionProduct.Form.PQ && a.equals(ds) && !x.equals(ds) && o.equals(qo)
+                        && made.applyAsInt(x) < here && g.type(x).equals(g.type(gy)));
+                dv = first(g, e, p, r -> g.instr(r) instanceof AttentionProduct(Var a, Var x, AttnOpts o, AttentionProduct.Form f)
+                        && f == AttentionProduct.Form.PQ && a.equals(p) && x.equals(gy) && o.equals(qo)
+                        && g.storageReaders(g.let(r).var()).stream().allMatch(k -> k > here && !e.dropped(k)));
+            }
+            List<Var> vars = new ArrayList<>(g.let(i).binders());
+            List<TensorType> types = new ArrayList<>();
+            for (Var b : vars) types.add(g.type(b));
+            Optional<Var> xq = Optional.empty(), qq = Optional.empty();
+            if (pk >= 0) { xq = Optional.of(g.instr(pk).operands().get(1)); vars.add(g.let(pk).var()); e.hoist(xq.get(), i); }
+            if (dk >= 0) { qq = Optional.of(g.instr(dk).operands().get(1)); vars.add(g.let(dk).var()); e.hoist(qq.get(), i); }
+            if (dv >= 0) { vars.add(g.let(dv).var()); movedTo.put(g.rootOf(g.let(dv).var()), i); }
+            for (int r : new int[] {pk, dk, dv}) if (r >= 0) { types.add(g.type(g.let(r).var())); e.drop(r); }
+            e.replace(i, bind(vars, new AttentionSoftmaxGrad(p, gy, v, xq, qq, qo, rowSums, dv >= 0), types));
+            e.drop(g.def(dp));
+        }
+        return e;
+    }
+
+    /** The first let reading {@code v} (in schedule order) that is not yet dropped and satisfies {@code ok}, or −1. */
+    private static int first(Graph g, Graph.Edit e, Var v, java.util.function.IntPredicate ok) {
+        for (int r : g.readers(v)) if (!e.dropped(r) && ok.test(r)) return r;
+        return -1;
+    }
+
+    // ---- attention_with_probs ---------------------------------------------------------------
+
+    /**
+     * P computed once: an F32 attention(q, k, v[, sinks], opts) also makes a later
+     * attention_probs(q, k[, sinks], opts) over the same values (the probability rows, and / or
+     * with sink_column the sink shares: the very rows the attention kernel computes), at most one
+     * of each kind per attention.
+     */
+    static Graph.Edit sharedProbs(Graph g) {
+        Graph.Edit e = new Graph.Edit(g);
+        for (int i = 0; i < g.size(); i++) {
+            if (!(g.instr(i) instanceof Attention at) || !f32(g, g.let(i).var())) continue;
+            Var probs = null, shares = null;
+            for (int j = i + 1; j < g.size() && (probs == null || shares == null); j++) {
+                if (e.dropped(j) || !(g.instr(j) instanceof AttentionProbs bp)) continue;
+                boolean same = bp.opts().equals(at.opts()) && bp.sinks().isPresent() == at.sinks().isPresent()
+                        && g.same(bp.q(), at.q()) && g.same(bp.k(), at.k())
+                        && (at.sinks().isEmpty() || g.same(bp.sinks().get(), at.sinks().get()));
+                if (!same || (bp.sinkColumn() ? shares != null : probs != null)) continue;
+                if (bp.sinkColumn()) shares = g.let(j).var(); else probs = g.let(j).var();
+                e.drop(j);
+            }
+            if (probs == null && shares == null) continue;
+            List<Var> vars = new ArrayList<>(List.of(g.let(i).var()));
+            if (probs != null) vars.add(probs);
+            if (shares != null) vars.add(shares);
+            e.replace(i, bind(vars, new AttentionWithProbs(at.q(), at.k(), at.v(), at.sinks(), at.opts(), probs != null, shares != null),
+                    vars.stream().map(g::type).toList()));
+        }
+        return e;
+    }
+
+    // ---- swiglu_sigmoid ---------------------------------------------------------------------
+
+    /** σ(gate) computed once: an F32 swiglu(gate, up) also makes a later sigmoid of the same gate (swiglu's VJP reads it). */
+    static Graph.Edit sharedSigmoids(Graph g) {
+        Graph.Edit e = new Graph.Edit(g);
+        Map<Var, Integer> swigluOfGate = new HashMap<>();               // the gate's storage → the first swiglu reading it
+        for (int i = 0; i < g.size(); i++) {
+            if (g.instr(i) instanceof Swiglu(Var gate, Var up) && f32(g, g.let(i).var())) {
+                swigluOfGate.putIfAbsent(g.rootOf(gate), i);
+            } else if (g.instr(i) instanceof Sigmoid(Var x)) {
+                Integer sw = swigluOfGate.get(g.rootOf(x));
+                if (sw == null || e.replaced(sw) || !(g.instr(sw) instanceof Swiglu(Var gate, Var up)) || !g.same(x, gate)) continue;
+                Var z = g.let(sw).var(), s = g.let(i).var();
+                e.replace(sw, bind(List.of(z, s), new SwigluSigmoid(gate, up), List.of(g.type(z), g.type(s))));
+                e.drop(i);
+            }
+        }
+        return e;
+    }
+
+    // ---- matmul_shared ----------------------------------------------------------------------
+
+    /**
+     * Products that share their left operand run as one {@code %matmul_shared} (A packed once for
+     * all of them, each output's bits unchanged): F32 matmuls of one batch element with the same A
+     * (one storage and shape, the same transposes), whose B is made before the first of them.
+     * They run where the first ran. The q/k/v projections and their weight gradients, the FFN's
+     * gate and up and theirs.
+     */
+    static Graph.Edit sharedOperands(Graph g) {
+        Graph.Edit e = new Graph.Edit(g);
+        Map<String, Integer> open = new HashMap<>();                    // A's storage, shape and layout → the group's first product
+        Map<Integer, List<Integer>> groups = new LinkedHashMap<>();
+        for (int i = 0; i < g.size(); i++) {
+            Instr ins = g.instr(i);
+            boolean ta, tb;
+            Var a, b;
+            switch (ins) {
+                case Matmul(Var x, Var y) -> { a = x; b = y; ta = false; tb = false; }
+                case MatmulT(Var x, Var y, boolean fa, boolean fb) -> { a = x; b = y; ta = fa; tb = fb; }
+                case null, default -> { continue; }
+            }
+            TensorType t = g.type(g.let(i).var());
+            int r = t.shape().rank();
+            if (t.dtype() != DType.F32 || r < 2 || t.shape().vol() != t.shape().dim(r - 2) * t.shape().dim(r - 1)) continue;
+            String key = g.rootOf(a) + " " + g.type(a).shape() + " " + ta + " " + tb;
+            Integer first = open.get(key);
+            if (first != null && g.madeAt(b) < first) { groups.get(first).add(i); continue; }
+            open.put(key, i);
+            groups.put(i, new ArrayList<>(List.of(i)));
+        }
+        for (var grp : groups.entrySet()) {
+            List<Integer> m = grp.getValue();
+            if (m.size() < 2) continue;
+            int at = grp.getKey();
+            List<Var> bs = new ArrayList<>(), vars = new ArrayList<>();
+            for (int k : m) {
+                bs.add(g.instr(k).operands().get(1));
+                vars.add(g.let(k).var());
+                e.hoist(bs.getLast(), at);                               // a B viewed later from a value made before
+                if (k != at) e.drop(k);
+            }
+            boolean[] flags = g.instr(at) instanceof MatmulT mt ? new boolean[] {mt.transA(), mt.transB()} : new boolean[2];
+            e.replace(at, bind(vars, new MatmulShared(g.instr(at).operands().getFirst(), bs, flags[0], flags[1]),
+                    vars.stream().map(g::type).toList()));
+        }
+        return e;
+    }
+}
