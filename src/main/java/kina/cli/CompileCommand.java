@@ -1,11 +1,9 @@
 package kina.cli;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.concurrent.Callable;
-import kina.ir.KinaException;
 import kina.mlir.Emitter;
 import kina.mlir.Toolchain;
 import picocli.CommandLine.Command;
@@ -30,18 +28,7 @@ final class CompileCommand implements Callable<Integer> {
     @Override public Integer call() {
         Emitter.Module m = Emitter.emit(Source.load(file));
         Path so = Toolchain.build(m);
-        Path abs = out.toAbsolutePath();
-        try {
-            Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
-            try {
-                Files.copy(so, tmp, StandardCopyOption.REPLACE_EXISTING);
-                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            } finally {
-                Files.deleteIfExists(tmp);
-            }
-        } catch (IOException e) {
-            throw new KinaException(null, "-o " + out + ": cannot write (" + e.getMessage() + ")");
-        }
+        GradCommand.writeAtomically(out, tmp -> Files.copy(so, tmp, StandardCopyOption.REPLACE_EXISTING));
         var pw = spec.commandLine().getOut();
         pw.println("wrote " + out + ": kina_call(void **descriptors) takes the memref descriptors of "
                 + m.entry().inputs().size() + " inputs (" + String.join(", ", m.entry().inputs().stream().map(a -> a.name() + " " + a.type()).toList())

@@ -14,7 +14,6 @@ import kina.ir.Let;
 import kina.ir.Payload;
 import kina.ir.Program;
 import kina.ir.Rhs;
-import kina.ir.Shape;
 import kina.ir.Var;
 
 /**
@@ -140,20 +139,8 @@ final class IndexChecks {
             long[] v = t.ints();
             for (int i = 0; i < v.length; i++)
                 if (v[i] < 0 || v[i] >= c.bound())
-                    throw new EvalError(c.op() + " index out of bounds: input " + c.input() + position(t.shape(), i) + " = " + v[i]
+                    throw new EvalError(c.op() + " index out of bounds: input " + c.input() + kina.eval.Kernels.position(t.shape(), i) + " = " + v[i]
                             + ", not in [0, " + c.bound() + ")").at(c.at());
         }
-    }
-
-    private static String position(Shape s, long flat) {
-        long[] idx = new long[s.rank()];
-        for (int i = s.rank() - 1; i >= 0; i--) {
-            long d = s.dim(i);
-            idx[i] = d == 0 ? 0 : flat % d;
-            flat = d == 0 ? 0 : flat / d;
-        }
-        StringBuilder b = new StringBuilder("[");
-        for (int i = 0; i < idx.length; i++) { if (i > 0) b.append(", "); b.append(idx[i]); }
-        return b.append(']').toString();
     }
 }
