@@ -45,6 +45,8 @@ final class RunCommand implements Callable<Integer> {
     boolean oracle;
     @Option(names = "--cotangent-inputs", description = "Seed each handle of fn f with an input f_seed (give it with --input f_seed=FILE) instead of ones.")
     boolean cotangentInputs;
+    @Option(names = "--detect-anomaly", description = "Stop at the first let (forward or backward) whose output holds a NaN or an Inf, naming it and its op.")
+    boolean detectAnomaly;
     @Option(names = "--full", description = "Print every element of large tensors.")
     boolean full;
     @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "interpreter",
@@ -77,6 +79,8 @@ final class RunCommand implements Callable<Integer> {
             throw new KinaException(null, "--cotangent-inputs works on the recorded gradient; drop --oracle");
         if (nat && (oracle || cotangentInputs))
             throw new KinaException(null, "--engine native runs the recorded gradient with the seed ones; drop " + (oracle ? "--oracle" : "--cotangent-inputs"));
+        if (nat && detectAnomaly)
+            throw new KinaException(null, "--detect-anomaly checks each let as the interpreter runs it; the native engine runs the program as one call: drop --engine native");
         Program prog = oracle ? checked : TransformAd.transform(checked, cotangentInputs);
         Map<String, TensorType> declared = new LinkedHashMap<>(Inputs.declared(prog));
         Rhs.Fn entry = null;
@@ -104,7 +108,7 @@ final class RunCommand implements Callable<Integer> {
             String name = e.getKey();
             given.put(name, inputs.containsKey(name)
                     ? Inputs.load(name, inputs.get(name), e.getValue())
-                    : Inputs.random(e.getValue(), bounds.getOrDefault(name, 2L), rng));
+                    : Inputs.random(name, e.getValue(), bounds.getOrDefault(name, 2L), rng));
         }
         List<Tensor> parts = new ArrayList<>();
         boolean tuple;
@@ -113,11 +117,12 @@ final class RunCommand implements Callable<Integer> {
             parts.addAll(n.run(given));
             tuple = n.entry().outputs().size() != 1;
         } else {
-            Value result = new Interpreter(given, new Oracle()).run(prog);
+            Interpreter in = new Interpreter(given, new Oracle()).detectAnomaly(detectAnomaly);
+            Value result = in.run(prog);
             if (entry != null && result instanceof Value.Closure c) {
                 List<Value> args = new ArrayList<>();
                 for (Rhs.Param p : entry.params()) args.add(given.get(p.name().name()));
-                result = new Interpreter(given, new Oracle()).call(c, args);
+                result = in.call(c, args);
             }
             switch (result) {
                 case Tensor t -> parts.add(t);
