@@ -17,7 +17,7 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--steps", defaultValue = "20", description = "Timed steps (default: ${DEFAULT-VALUE}).") int steps;
     @Option(names = "--batch", defaultValue = "8", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
-    @Option(names = "--engine", defaultValue = "plan", description = "plan or interpreter (default: ${DEFAULT-VALUE}).") String engine;
+    @Option(names = "--engine", defaultValue = "plan", description = "plan, interpreter or native (default: ${DEFAULT-VALUE}).") String engine;
     @Option(names = "--warmup-seconds", paramLabel = "SECONDS", defaultValue = "5", description = "Warm-up time before the timed steps, for the JIT to compile the kernels; past it the warm-up goes on until the JIT has compiled nothing for 1 s (at most 60 s more and 400 steps in all), unless it is 0 (default: ${DEFAULT-VALUE}; at least 2 steps either way).") double warmup;
     @Option(names = "--step-times", description = "After the result line, every timed step's milliseconds in order, and the JIT's compilation time during each.") boolean stepTimes;
     @Option(names = "--profile", description = "After the result line, the time by instruction kind (plan engine).") boolean profile;

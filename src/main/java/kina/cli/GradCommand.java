@@ -38,11 +38,19 @@ final class GradCommand implements Callable<Integer> {
     }
 
     static void writeAtomically(Path target, String text) {
+        writeAtomically(target, tmp -> Files.writeString(tmp, text, StandardCharsets.UTF_8));
+    }
+
+    /** What fills the temporary file that then replaces the target. */
+    interface Fill { void into(Path tmp) throws IOException; }
+
+    /** Fills a temporary file beside {@code target}, then renames it into place (nothing half written); one-line error. */
+    static void writeAtomically(Path target, Fill fill) {
         Path abs = target.toAbsolutePath();
         try {
             Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
             try {
-                Files.writeString(tmp, text, StandardCharsets.UTF_8);
+                fill.into(tmp);
                 Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             } finally {
                 Files.deleteIfExists(tmp);

@@ -19,6 +19,7 @@ import kina.ir.KinaException;
 import kina.ir.Program;
 import kina.ir.Rhs;
 import kina.ir.TensorType;
+import kina.mlir.Native;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -26,11 +27,12 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code kina run FILE [--input NAME=PATH]… [--random-inputs SEED] [--out DIR]}: runs a program on
- * the host interpreter. Handles are run as transformed by transform_ad (the product path), or by
- * the oracle's reverse scan with {@code --oracle}.
+ * {@code kina run FILE [--input NAME=PATH]… [--random-inputs SEED] [--out DIR] [--engine E]}: runs a
+ * program on the host interpreter, or compiled to a shared object ({@code --engine native}). Handles
+ * are run as transformed by transform_ad (the product path), or by the oracle's reverse scan with
+ * {@code --oracle}.
  */
-@Command(name = "run", description = "Run a .kina program on the host interpreter and print its result.")
+@Command(name = "run", description = "Run a .kina program on the host interpreter (or natively, --engine native) and print its result.")
 final class RunCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "The .kina source.") Path file;
     @Option(names = "--input", paramLabel = "NAME=PATH", description = "Payload of an input let or fn parameter, as .npy or .json.")
@@ -47,6 +49,9 @@ final class RunCommand implements Callable<Integer> {
     boolean detectAnomaly;
     @Option(names = "--full", description = "Print every element of large tensors.")
     boolean full;
+    @Option(names = "--engine", paramLabel = "ENGINE", defaultValue = "interpreter",
+            description = "interpreter, or native: lowered to MLIR and built into a cached shared object (needs mlir-19-tools and clang-19) (default: ${DEFAULT-VALUE}).")
+    String engine;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
@@ -66,9 +71,16 @@ final class RunCommand implements Callable<Integer> {
 
     @Override public Integer call() {
         if (out != null) checkOut(out);                                      // before the run, which may be long
+        if (!engine.equals("interpreter") && !engine.equals("native"))
+            throw new KinaException(null, "--engine " + engine + ": unknown (interpreter or native)");
+        boolean nat = engine.equals("native");
         Program checked = Source.load(file);
         if (oracle && cotangentInputs)
             throw new KinaException(null, "--cotangent-inputs works on the recorded gradient; drop --oracle");
+        if (nat && (oracle || cotangentInputs))
+            throw new KinaException(null, "--engine native runs the recorded gradient with the seed ones; drop " + (oracle ? "--oracle" : "--cotangent-inputs"));
+        if (nat && detectAnomaly)
+            throw new KinaException(null, "--detect-anomaly checks each let as the interpreter runs it; the native engine runs the program as one call: drop --engine native");
         Program prog = oracle ? checked : TransformAd.transform(checked, cotangentInputs);
         Map<String, TensorType> declared = new LinkedHashMap<>(Inputs.declared(prog));
         Rhs.Fn entry = null;
@@ -98,28 +110,37 @@ final class RunCommand implements Callable<Integer> {
                     ? Inputs.load(name, inputs.get(name), e.getValue())
                     : Inputs.random(name, e.getValue(), bounds.getOrDefault(name, 2L), rng));
         }
-        Interpreter in = new Interpreter(given, new Oracle()).detectAnomaly(detectAnomaly);
-        Value result = in.run(prog);
-        if (entry != null && result instanceof Value.Closure c) {
-            List<Value> args = new ArrayList<>();
-            for (Rhs.Param p : entry.params()) args.add(given.get(p.name().name()));
-            result = in.call(c, args);
+        List<Tensor> parts = new ArrayList<>();
+        boolean tuple;
+        if (nat) {
+            Native n = Native.compile(checked);
+            parts.addAll(n.run(given));
+            tuple = n.entry().outputs().size() != 1;
+        } else {
+            Interpreter in = new Interpreter(given, new Oracle()).detectAnomaly(detectAnomaly);
+            Value result = in.run(prog);
+            if (entry != null && result instanceof Value.Closure c) {
+                List<Value> args = new ArrayList<>();
+                for (Rhs.Param p : entry.params()) args.add(given.get(p.name().name()));
+                result = in.call(c, args);
+            }
+            switch (result) {
+                case Tensor t -> parts.add(t);
+                case Value.Tuple tup -> {
+                    for (int i = 0; i < tup.elems().size(); i++) {
+                        if (!(tup.elems().get(i) instanceof Tensor t)) throw new KinaException(null, "result " + i + " is not a tensor");
+                        parts.add(t);
+                    }
+                }
+                case Value.Closure ignored -> throw new KinaException(null,
+                        "the program's result is a fn; end the program with a call, or give its parameters as inputs");
+            }
+            tuple = result instanceof Value.Tuple;
         }
         var pw = spec.commandLine().getOut();
-        List<Tensor> parts = new ArrayList<>();
-        if (result instanceof Tensor t) {
-            pw.println("result : " + t.type());
-            pw.println(Show.format(t, full));
-            parts.add(t);
-        } else if (result instanceof Value.Tuple tup) {
-            for (int i = 0; i < tup.elems().size(); i++) {
-                if (!(tup.elems().get(i) instanceof Tensor t)) throw new KinaException(null, "result " + i + " is not a tensor");
-                pw.println("result_" + i + " : " + t.type());
-                pw.println(Show.format(t, full));
-                parts.add(t);
-            }
-        } else {
-            throw new KinaException(null, "the program's result is a fn; end the program with a call, or give its parameters as inputs");
+        for (int i = 0; i < parts.size(); i++) {
+            pw.println((tuple ? "result_" + i : "result") + " : " + parts.get(i).type());
+            pw.println(Show.format(parts.get(i), full));
         }
         if (out != null) {
             try {
@@ -127,7 +148,7 @@ final class RunCommand implements Callable<Integer> {
             } catch (java.io.IOException e) {
                 throw new KinaException(null, "--out " + out + ": cannot create the directory (" + e.getMessage() + ")");
             }
-            if (parts.size() == 1 && result instanceof Tensor) Npy.write(out.resolve("result.npy"), parts.getFirst());
+            if (!tuple) Npy.write(out.resolve("result.npy"), parts.getFirst());
             else for (int i = 0; i < parts.size(); i++) Npy.write(out.resolve("result_" + i + ".npy"), parts.get(i));
             pw.println("wrote " + parts.size() + " file(s) to " + out);
         }

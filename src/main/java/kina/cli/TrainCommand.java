@@ -39,7 +39,7 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--eval-batches", description = "Validation batches (default: ${DEFAULT-VALUE}).", defaultValue = "4") int evalBatches;
     @Option(names = "--checkpoint-every", description = "Checkpoint every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "500") int checkpointEvery;
     @Option(names = "--resume", paramLabel = "DIR", description = "Continue from a checkpoint (a run directory or one of its step directories).") Path resume;
-    @Option(names = "--engine", description = "plan (the compiled plan) or interpreter; the same bits (default: ${DEFAULT-VALUE}).", defaultValue = "plan") String engine;
+    @Option(names = "--engine", description = "plan (the compiled plan) or interpreter, the same bits; or native (built through MLIR and LLVM 19, within rounding) (default: ${DEFAULT-VALUE}).", defaultValue = "plan") String engine;
     @Option(names = "--no-progress", description = "Plain log lines instead of a progress bar.") boolean noProgress;
     @Option(names = "--micro-batches", paramLabel = "M", description = "Cut each step's batch into M micro-batches (a power of two "
             + "dividing --batch) summed by a fixed tree: gradient accumulation, and the bits a --spark run reproduces (default: one program per step).")

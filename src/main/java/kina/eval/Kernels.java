@@ -239,7 +239,7 @@ public final class Kernels {
     }
 
     /** The row-major multi-index of flat position {@code flat} in {@code s}, as {@code [i, j]}. */
-    static String position(Shape s, long flat) {
+    public static String position(Shape s, long flat) {
         long[] idx = new long[s.rank()];
         for (int i = s.rank() - 1; i >= 0; i--) {
             long d = s.dim(i);

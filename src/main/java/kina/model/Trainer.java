@@ -20,12 +20,13 @@ import kina.eval.Value;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
+import kina.mlir.Native;
 import kina.plan.Plan;
 
 /**
  * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
  * gradients, clipping and the optimizer update) run with new inputs each step by the compiled plan
- * (kina.plan, the default) or the host interpreter, which give the same bits. The weights and
+ * (kina.plan, the default) or the host interpreter, which give the same bits, or natively (kina.mlir). The weights and
  * optimizer moments are carried by the step from run to run ({@link Runner}, Plan.carry): with the
  * plan they stay in its float buffers and become Tensors only to validate and to checkpoint. Deterministic: the
  * batch of step s depends only on (seed, s) and the learning rate only on (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
@@ -80,19 +81,25 @@ public final class Trainer {
         }
     }
 
-    /** What runs the step and validation programs; both give the same bits. */
+    /** What runs the step and validation programs; the plan and the interpreter give the same bits. */
     public enum Engine {
         /** The compiled plan (kina.plan), compiled once per run: the default. */
         PLAN,
         /** The host interpreter, let by let. */
-        INTERPRETER;
+        INTERPRETER,
+        /**
+         * The program lowered to MLIR and built into a shared object (kina.mlir.Native; cached by
+         * content), called once per step: results within rounding of the others, not the same bits.
+         */
+        NATIVE;
 
-        /** {@code plan} or {@code interpreter}; a KinaException naming both otherwise. */
+        /** {@code plan}, {@code interpreter} or {@code native}; a KinaException naming them otherwise. */
         public static Engine parse(String s) {
             return switch (s) {
                 case "plan" -> PLAN;
                 case "interpreter" -> INTERPRETER;
-                default -> throw new kina.ir.KinaException(null, "--engine " + s + ": unknown (plan or interpreter)");
+                case "native" -> NATIVE;
+                default -> throw new kina.ir.KinaException(null, "--engine " + s + ": unknown (plan, interpreter or native)");
             };
         }
 
@@ -101,6 +108,7 @@ public final class Trainer {
             return switch (this) {
                 case PLAN -> new PlanRunner(Plan.compile(p));
                 case INTERPRETER -> new InterpreterRunner(p);
+                case NATIVE -> new NativeRunner(Native.compile(p));
             };
         }
     }
@@ -111,7 +119,7 @@ public final class Trainer {
      * {@link #carry} is called, {@link #run} takes only the inputs that are not carried and returns
      * only the outputs that are not carried.
      */
-    public sealed interface Runner permits PlanRunner, InterpreterRunner {
+    public sealed interface Runner permits PlanRunner, InterpreterRunner, NativeRunner {
         /** After every run, output k (an index into the flattened result) becomes input name's value. */
         void carry(Map<String, Integer> inputToOutput);
 
@@ -131,6 +139,14 @@ public final class Trainer {
         public void set(String name, Tensor value) { plan.set(name, value); }
         public Tensor get(String name) { return plan.get(name); }
         public List<Tensor> run(Map<String, Tensor> inputs) { return plan.run(inputs); }
+    }
+
+    /** The native engine: carried values stay in the shared object's native buffers between runs. */
+    record NativeRunner(Native lib) implements Runner {
+        public void carry(Map<String, Integer> inputToOutput) { lib.carry(inputToOutput); }
+        public void set(String name, Tensor value) { lib.set(name, value); }
+        public Tensor get(String name) { return lib.get(name); }
+        public List<Tensor> run(Map<String, Tensor> inputs) { return lib.run(inputs); }
     }
 
     /**

@@ -85,7 +85,7 @@ class BenchCommandTest {
     @Test void anUnknownEngineIsOneLine() {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--engine", "gpu");
         assertThat(r.code()).isEqualTo(1);
-        assertThat(r.err().strip()).isEqualTo("error: --engine gpu: unknown (plan or interpreter)");
+        assertThat(r.err().strip()).isEqualTo("error: --engine gpu: unknown (plan, interpreter or native)");
     }
 
     @Test void aNegativeWarmupIsOneLine() {

@@ -1,0 +1,58 @@
+package kina.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import kina.mlir.MlirTools;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** emit-mlir, compile and run --engine native end to end: results, files, one-line errors. */
+class MlirCommandsTest {
+
+    @Test void emitMlirPrintsTheModuleOrWritesIt(@TempDir Path dir) throws Exception {
+        CliTest.Result r = CliTest.kina("emit-mlir", "examples/ad_gather.kina");
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out()).isEqualTo(Files.readString(Path.of("examples/ad_gather.mlir")));
+        Path out = dir.resolve("g.mlir");
+        CliTest.Result w = CliTest.kina("emit-mlir", "examples/ad_gather.kina", "-o", out.toString());
+        assertThat(w.code()).as(w.err()).isZero();
+        assertThat(w.out()).isEqualTo("wrote " + out + "\n");
+        assertThat(out).hasContent(r.out().stripTrailing());
+    }
+
+    @Test void compileWritesASharedObject(@TempDir Path dir) throws Exception {
+        MlirTools.require();
+        Path so = dir.resolve("lib.so");
+        CliTest.Result r = CliTest.kina("compile", "examples/ad_gather.kina", "-o", so.toString());
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out()).contains("wrote " + so, "2 inputs (ids tensor<I64, [1, 4], @host>, emb tensor<F32, [8, 4], @host>)", "2 outputs");
+        byte[] head = Files.readAllBytes(so);
+        assertThat(head).startsWith(0x7f, 'E', 'L', 'F');
+    }
+
+    @Test void runNativePrintsWhatTheInterpreterPrints() {
+        MlirTools.require();
+        CliTest.Result i = CliTest.kina("run", "examples/ad_gather.kina", "--random-inputs", "5");
+        CliTest.Result n = CliTest.kina("run", "examples/ad_gather.kina", "--random-inputs", "5", "--engine", "native");
+        assertThat(n.code()).as(n.err()).isZero();
+        assertThat(n.out()).isEqualTo(i.out()).contains("result_1 : tensor<F32, [8, 4], @host>");
+    }
+
+    @Test void anIndexOutOfBoundsIsOneLineBeforeTheCall(@TempDir Path dir) throws Exception {
+        MlirTools.require();
+        Path ids = dir.resolve("ids.json"), emb = dir.resolve("emb.json");
+        Files.writeString(ids, "{\"dtype\": \"I64\", \"shape\": [1, 4], \"data\": [1, 2, 9, 3]}");
+        Files.writeString(emb, "{\"dtype\": \"F32\", \"shape\": [8, 4], \"data\": [" + "0.5, ".repeat(31) + "0.5]}");
+        CliTest.Result r = CliTest.kina("run", "examples/ad_gather.kina", "--engine", "native", "--input", "ids=" + ids, "--input", "emb=" + emb);
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err()).isEqualTo("examples/ad_gather.kina:6:3: error: let y: gather index out of bounds: input ids[0, 2] = 9, not in [0, 8)\n");
+    }
+
+    @Test void anUnknownEngineIsRefused() {
+        CliTest.Result r = CliTest.kina("run", "examples/ad_gather.kina", "--random-inputs", "1", "--engine", "gpu");
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err()).isEqualTo("error: --engine gpu: unknown (interpreter or native)\n");
+    }
+}
