@@ -211,7 +211,16 @@ public final class Checker {
         String name = mode instanceof Rhs.Mode.ForwardMode ? "forwardMode" : "reverseMode";
         if (!(ft.result() instanceof TensorType r))
             throw TypeError.at(let, "handle", name + " needs " + f + " to return one tensor, but it returns " + ft.result());
-        if (mode instanceof Rhs.Mode.ForwardMode) return new Type.Tuple(List.of(r, r));
+        return mode instanceof Rhs.Mode.ForwardMode ? new Type.Tuple(List.of(r, r)) : reverseMode(ft);
+    }
+
+    /**
+     * The type of {@code handle f(…) with reverseMode} for a fn of type {@code ft}: (R, g0, …, gk-1)
+     * over its k floating params, R alone when k = 0 (Section 14 §3); null when f does not return
+     * one tensor.
+     */
+    public static Type reverseMode(Type.Fn ft) {
+        if (!(ft.result() instanceof TensorType r)) return null;
         List<Type> out = new ArrayList<>();
         out.add(r);
         for (TensorType p : ft.params()) if (p.dtype().floating()) out.add(p);

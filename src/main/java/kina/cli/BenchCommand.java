@@ -2,7 +2,6 @@ package kina.cli;
 
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
-import kina.model.Bench;
 import kina.model.Config;
 import kina.model.Trainer;
 import picocli.CommandLine.Command;
@@ -24,6 +23,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--profile", description = "After the result line, the time by instruction kind (plan engine).") boolean profile;
     @Option(names = "--profile-steps", description = "Instead of --profile's kinds: every step of the plan in schedule order, with its let, what it runs and its mean milliseconds per train step (plan engine).") boolean profileSteps;
     @Option(names = "--scaling", description = "Instead: time transform_ad and planning of medium-like train steps of 1 to 32 layers.") boolean scaling;
+    @Option(names = "--decode", description = "Instead: time the KV-cache decode step of sampling (one token; --steps of them after the warm-up).") boolean decode;
+    @Option(names = "--full-window", description = "With --decode: time what a token costs without the cache (the window program).") boolean fullWindow;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
@@ -38,6 +39,13 @@ final class BenchCommand implements Callable<Integer> {
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
         if (!(warmup >= 0)) throw new kina.ir.KinaException(null, "--warmup-seconds must be >= 0");
+        if (fullWindow && !decode) throw new kina.ir.KinaException(null, "--full-window goes with --decode");
+        if (decode) {
+            java.io.PrintWriter out = spec.commandLine().getOut();
+            out.println(Bench.decode(c, steps, th, (long) (warmup * 1e9), fullWindow));
+            out.flush();
+            return 0;
+        }
         if (profile && profileSteps) throw new kina.ir.KinaException(null, "--profile and --profile-steps are exclusive: pick one");
         Bench.Result r = Bench.run(c, batch, steps, th, Trainer.Engine.parse(engine),
                 profileSteps ? Bench.Profile.STEPS : profile ? Bench.Profile.KINDS : Bench.Profile.OFF, (long) (warmup * 1e9));

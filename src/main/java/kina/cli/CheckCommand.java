@@ -37,7 +37,9 @@ final class CheckCommand implements Callable<Integer> {
             }
         }
         Let r = b.binding(b.result());
-        String type = r != null ? String.valueOf(r.type()) : "(parameter)";
+        String type = r == null ? "(parameter)"
+                : r.destructure() && r.type() instanceof kina.ir.Type.Tuple(var elems) ? String.valueOf(elems.get(r.binders().indexOf(b.result())))
+                : String.valueOf(r.type());
         out.println(indent + "=> " + (b.result().temporary() ? "result" : b.result().name()) + " : " + type);
     }
 }

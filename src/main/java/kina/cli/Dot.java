@@ -12,7 +12,8 @@ import kina.ir.Var;
 
 /**
  * A Graphviz rendering of a transformed program: one cluster per fn, forward lets (the fn's own)
- * in white, backward lets (recorded by transform_ad) in blue, edges from operands to users.
+ * in white, backward lets (recorded by transform_ad) in blue, edges from operands to users. A
+ * destructuring let is one node; an edge from it is labelled with the element it carries.
  */
 final class Dot {
     private Dot() {}
@@ -25,6 +26,7 @@ final class Dot {
     }
 
     private static void block(Block blk, String scope, StringBuilder b, int[] cluster, Set<Var> forward) {
+        java.util.Map<Var, String> node = new java.util.HashMap<>();   // a destructured element → its let's node
         for (Let l : blk.lets()) {
             if (l.rhs() instanceof Rhs.Fn fn) {
                 String name = l.displayName();
@@ -34,15 +36,18 @@ final class Dot {
                 b.append("  }\n");
                 continue;
             }
-            for (Var v : l.binders()) {
-                String label = v.name() + " = " + label(l.rhs());
-                boolean backward = forward != null && !forward.contains(v);
-                b.append("    \"").append(esc(scope + "/" + v.name())).append("\" [label=\"").append(esc(label)).append('"')
-                        .append(backward ? ", style=filled, fillcolor=\"#cfe2ff\"" : "").append("];\n");
+            String pattern = l.destructure() ? "(" + String.join(", ", l.binders().stream().map(Var::name).toList()) + ")" : l.var().name();
+            String id = scope + "/" + pattern;
+            for (Var v : l.binders()) node.put(v, id);
+            boolean backward = forward != null && l.binders().stream().noneMatch(forward::contains);
+            b.append("    \"").append(esc(id)).append("\" [label=\"").append(esc(pattern + " = " + label(l.rhs()))).append('"')
+                    .append(backward ? ", style=filled, fillcolor=\"#cfe2ff\"" : "").append("];\n");
+            for (Var u : operands(l.rhs())) {
+                String from = node.getOrDefault(u, scope + "/" + u.name());
+                boolean element = !from.equals(scope + "/" + u.name());
+                b.append("    \"").append(esc(from)).append("\" -> \"").append(esc(id)).append('"')
+                        .append(element ? " [label=\"" + esc(u.name()) + "\"]" : "").append(";\n");
             }
-            for (Var u : operands(l.rhs()))
-                for (Var v : l.binders())
-                    b.append("    \"").append(esc(scope + "/" + u.name())).append("\" -> \"").append(esc(scope + "/" + v.name())).append("\";\n");
         }
     }
 

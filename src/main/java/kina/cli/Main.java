@@ -25,8 +25,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
  */
 @Command(name = "kina", mixinStandardHelpOptions = true, version = "kina 0.1.0",
         description = "A tensor compiler whose reverse mode is a transform of the program.",
-        subcommands = {CheckCommand.class, RunCommand.class, GradCommand.class, PlanCommand.class, TrainCommand.class, SampleCommand.class, BenchCommand.class,
-                ModelCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {CheckCommand.class, RunCommand.class, GradCommand.class, PlanCommand.class, TrainCommand.class, SampleCommand.class,
+                BenchCommand.class, ModelCommand.class, ExportCommand.class, ImportCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Callable<Integer> {
 
     /** Shared by every subcommand: show stack traces; {@code -h/--help} prints the usage, exit 0. */

@@ -2,6 +2,8 @@ package kina.cli;
 
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import kina.ir.Printer;
+import kina.ir.Program;
 import kina.model.Config;
 import kina.model.Optimizer;
 import kina.model.StoryLm;
@@ -18,25 +20,35 @@ final class ModelCommand implements Callable<Integer> {
     String config;
     @Option(names = "--batch", defaultValue = "2", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
     @Option(names = "--optimizer", defaultValue = "adamw", description = "adamw or sgd (default: ${DEFAULT-VALUE}).") String optimizer;
-    @Option(names = "--what", defaultValue = "train-step", description = "train-step, loss or logits (default: ${DEFAULT-VALUE}).") String what;
+    @Option(names = "--what", defaultValue = "train-step", description = "train-step, loss, logits, or the two halves of a --micro-batches step: "
+            + "gradient (one micro-batch of --batch sequences) and update (its scale for a step of --batch sequences) (default: ${DEFAULT-VALUE}).") String what;
     @Mixin Main.Common common;
 
     @Override public Integer call() {
         if (!action.equals("print")) throw new kina.ir.KinaException(null, "model " + action + ": unknown action (print)");
         Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
         Optimizer opt = optimizer.equals("sgd") ? new Optimizer.Sgd(0.9, 1.0) : new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
-        String text = switch (what) {
-            case "train-step" -> c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, batch, opt);
-            case "loss" -> toyOnlyTrainStep(c, () -> StoryLm.lossOnly(c, batch));
-            case "logits" -> toyOnlyTrainStep(c, () -> StoryLm.logits(c));
-            default -> throw new kina.ir.KinaException(null, "--what " + what + ": unknown (train-step, loss or logits)");
+        String header = switch (what) {
+            case "train-step" -> c.toy() ? "// StoryLM-0 '" + c.name() + "' (the seeds' toy) SGD step on the mean NLL, built by kina.model.StoryLm\n"
+                    : StoryLm.header(c, batch, opt);
+            case "loss" -> "// StoryLM '" + c.name() + "' validation loss, built by kina.model.StoryLm\n";
+            case "logits" -> "// StoryLM '" + c.name() + "' logits for sampling, built by kina.model.StoryLm\n";
+            case "gradient" -> "// StoryLM '" + c.name() + "' micro-batch gradient of the summed NLL, built by kina.model.StoryLm: "
+                    + batch + " sequences of " + c.seq() + "\n";
+            case "update" -> "// StoryLM '" + c.name() + "' update from a micro-batch tree's gradient sum, built by kina.model.StoryLm; "
+                    + opt.describe() + "\n";
+            default -> throw new kina.ir.KinaException(null, "--what " + what + ": unknown (train-step, loss, logits, gradient or update)");
         };
-        System.out.print(text);
+        if (c.toy() && !what.equals("train-step"))
+            throw new kina.ir.KinaException(null, "config " + c.name() + " is the seeds' toy: only --what train-step is written for it");
+        Program p = switch (what) {
+            case "train-step" -> c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, batch, opt);
+            case "loss" -> StoryLm.lossOnly(c, batch);
+            case "gradient" -> StoryLm.gradientStep(c, batch);
+            case "update" -> StoryLm.updateStep(c, opt, 1.0 / ((double) batch * c.seq()));
+            default -> StoryLm.logits(c);
+        };
+        System.out.print(header + Printer.print(p));
         return 0;
-    }
-
-    private static String toyOnlyTrainStep(Config c, java.util.function.Supplier<String> text) {
-        if (c.toy()) throw new kina.ir.KinaException(null, "config " + c.name() + " is the seeds' toy: only --what train-step is written for it");
-        return text.get();
     }
 }

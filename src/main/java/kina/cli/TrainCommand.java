@@ -2,11 +2,15 @@ package kina.cli;
 
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
+import kina.model.BpeTokenizer;
+import kina.model.ByteTokenizer;
 import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.Corpus;
+import kina.model.GradientWorkers;
 import kina.model.Optimizer;
 import kina.model.Progress;
+import kina.model.Tokenizer;
 import kina.model.Trainer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -37,8 +41,26 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--resume", paramLabel = "DIR", description = "Continue from a checkpoint (a run directory or one of its step directories).") Path resume;
     @Option(names = "--engine", description = "plan (the compiled plan) or interpreter; the same bits (default: ${DEFAULT-VALUE}).", defaultValue = "plan") String engine;
     @Option(names = "--no-progress", description = "Plain log lines instead of a progress bar.") boolean noProgress;
+    @Option(names = "--micro-batches", paramLabel = "M", description = "Cut each step's batch into M micro-batches (a power of two "
+            + "dividing --batch) summed by a fixed tree: gradient accumulation, and the bits a --spark run reproduces (default: one program per step).")
+    Integer microBatches;
+    @Option(names = "--spark", paramLabel = "MASTER", description = "Compute the micro-batch gradients on Apache Spark: local[N], "
+            + "local-cluster[n,c,mb] or spark://host:port (needs the kina-spark module: bin/build-spark).")
+    String spark;
+    @Option(names = "--workers", paramLabel = "N", description = "With --spark: Spark tasks per step, a power of two dividing M "
+            + "(default: the N of local[N], else M).")
+    Integer workers;
+    @Option(names = "--tokenizer", paramLabel = "byte|bpe", description = "byte: one token per UTF-8 byte; bpe: a byte-level BPE trained on the training text, stored in the checkpoint (default: byte; with --resume, the checkpoint's).") String tokenizer;
+    @Option(names = "--vocab", paramLabel = "N", description = "The BPE's vocabulary size, at least 260 (default: ${DEFAULT-VALUE}); the config's vocab becomes N.", defaultValue = "1024") int vocab;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
+
+    /** The distributed engine on the class path (bin/kina puts the kina-spark module there once it is built). */
+    private static GradientWorkers.Provider provider() {
+        return java.util.ServiceLoader.load(GradientWorkers.Provider.class).findFirst().orElseThrow(() -> new kina.ir.KinaException(null,
+                "--spark needs the kina-spark module, which is not built: run bin/build-spark (it downloads Apache Spark 4.2.0 "
+                        + "from Maven Central once, about 220 MB), then run this again"));
+    }
 
     /** The text the user gave for an option (as typed, not as parsed). */
     private String given(String option) {
@@ -47,7 +69,22 @@ final class TrainCommand implements Callable<Integer> {
     }
 
     @Override public Integer call() {
-        Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        boolean configGiven = spec.commandLine().getParseResult().hasMatchedOption("--config");
+        Checkpoint.Loaded ck = resume != null ? Checkpoint.load(resume) : null;
+        // a resumed run keeps its checkpoint's config and tokenizer unless told otherwise
+        Config c = ck != null && !configGiven ? ck.state().config()
+                : config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        if (tokenizer != null && !tokenizer.equals("byte") && !tokenizer.equals("bpe"))
+            throw new kina.ir.KinaException(null, "--tokenizer " + tokenizer + ": unknown (byte or bpe)");
+        boolean vocabGiven = spec.commandLine().getParseResult().hasMatchedOption("--vocab");
+        if (vocabGiven && !"bpe".equals(tokenizer) && ck == null)
+            throw new kina.ir.KinaException(null, "--vocab is the BPE's size: give it with --tokenizer bpe");
+        if (ck != null && (tokenizer != null && !tokenizer.equals(ck.tokenizer().kind()) || vocabGiven && vocab != ck.tokenizer().vocab()))
+            throw new kina.ir.KinaException(null, "--resume " + resume + ": the checkpoint has a " + ck.tokenizer().kind() + " tokenizer of "
+                    + ck.tokenizer().vocab() + " ids; leave --tokenizer and --vocab out to keep it");
+        if ("bpe".equals(tokenizer) && ck == null && vocab < kina.model.BpeTokenizer.FIRST_PIECE + 1)
+            throw new kina.ir.KinaException(null, "--vocab " + vocab + ": a byte-level BPE needs at least " + (kina.model.BpeTokenizer.FIRST_PIECE + 1)
+                    + " ids (3 specials, 256 bytes, the space)");
         if (steps < 1 || batch < 1 || evalEvery < 1 || evalBatches < 1 || checkpointEvery < 1)
             throw new kina.ir.KinaException(null, "--steps, --batch, --eval-every, --eval-batches and --checkpoint-every must be >= 1");
         Optimizer opt = switch (optimizer) {
@@ -70,11 +107,37 @@ final class TrainCommand implements Callable<Integer> {
             throw new kina.ir.KinaException(null, "--weight-decay " + given("--weight-decay") + ": must be a finite number >= 0");
         if (!(clip >= 0 && clip < Double.POSITIVE_INFINITY))
             throw new kina.ir.KinaException(null, "--clip " + given("--clip") + ": must be a finite number >= 0 (0: no clipping)");
+        if (microBatches != null && microBatches < 1)
+            throw new kina.ir.KinaException(null, "--micro-batches " + microBatches + ": must be a power of two (1, 2, 4, …)");
+        if (spark == null && workers != null) throw new kina.ir.KinaException(null, "--workers needs --spark MASTER (the workers are Spark tasks)");
+        int m = microBatches != null ? microBatches : 0;
+        GradientWorkers.Factory cluster = null;
+        if (spark != null) {
+            GradientWorkers.Provider p = provider();
+            int n = workers != null ? workers : p.workers(spark);
+            if (m == 0 && n == 0)
+                throw new kina.ir.KinaException(null, "--spark " + spark + ": give --workers N or --micro-batches M (the master does not say how many tasks)");
+            if (m == 0) m = n;                           // one micro-batch per task unless told otherwise
+            if (n == 0) n = m;
+            cluster = p.connect(spark, n);
+        }
         Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
+        Tokenizer tok;
+        if (ck != null) {
+            tok = ck.tokenizer();
+        } else if ("bpe".equals(tokenizer)) {
+            long t0 = System.nanoTime();
+            tok = BpeTokenizer.train(java.util.Arrays.copyOf(corpus.bytes(), corpus.trainSize()), vocab);
+            System.out.printf(java.util.Locale.ROOT, "kina train: a byte-level BPE of %d ids trained on the training part in %.1f s%n",
+                    vocab, (System.nanoTime() - t0) / 1e9);
+        } else {
+            tok = new ByteTokenizer();
+        }
+        if (c.vocab() != tok.vocab()) c = c.withVocab(tok.vocab());
         // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");
         Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
-                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine));
+                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine), m, cluster, tok);
         Trainer.Summary s = new Trainer(o, corpus).run(System.out, System.err);
         System.out.println(s.line());
         return 0;

@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Function;
 import kina.ir.Instr.*;
 
@@ -21,6 +22,11 @@ import kina.ir.Instr.*;
  */
 public final class Syntax {
     private Syntax() {}
+
+    /** The reserved words of the grammar: no name may be one of them. */
+    public static final Set<String> KEYWORDS = Set.of(
+            "let", "in", "fn", "handle", "with", "reverseMode", "forwardMode", "tensor", "payload",
+            "ones", "zeros", "fill", "true", "false");
 
     /** What a positional argument is. The receiver of a method is its first TENSOR. */
     public enum Arg {

@@ -107,6 +107,7 @@ public final class Matmul {
     public static void sgemm(float[] a, boolean transA, float[] b, boolean transB, float[] out, int batch, int m, int k, int n) {
         if (batch == 0 || m == 0 || n == 0) return;
         if (k == 0) { java.util.Arrays.fill(out, 0, batch * m * n, 0f); return; }
+        if (VECTOR && m < MR && !transA && !transB && n >= Vec.FL) { Vec.fewRowsF32(a, b, out, batch, m, k, n); return; }
         if (!VECTOR || (long) m * k * n < SMALL) { smallF32(a, transA, b, transB, out, batch, m, k, n); return; }
         long work = (long) batch * m * k * n;
         Grid g = Grid.of(batch, m, n, MR, Vec.NRF, work);
@@ -134,7 +135,7 @@ public final class Matmul {
         long work = 0;
         int panels = 0;
         for (int n : ns) { work += (long) m * k * n; panels += (n + Vec.NRF - 1) / Vec.NRF; }
-        boolean each = !VECTOR || m == 0 || k == 0;
+        boolean each = !VECTOR || m == 0 || k == 0 || m < MR && !transA && !transB;   // few rows: sgemm's own path
         for (int n : ns) each |= n == 0 || (long) m * k * n < SMALL;
         if (each) {                                      // the cases sgemm treats apart (no product, the scalar loop)
             for (int t = 0; t < bs.length; t++) sgemm(a, transA, bs[t], transB, outs[t], 1, m, k, ns[t]);
@@ -214,6 +215,33 @@ public final class Matmul {
         static final boolean COPY8 = FL >= 8 && MR <= 8;
 
         // ---- F32 ----------------------------------------------------------------------------------
+
+        /**
+         * Fewer rows than the register tile (a decode step's x·W), A and B as they are: B is read in
+         * place, row after row as it lies in memory (packing it would copy more than the product
+         * reads, and a decode step streams every weight from memory once), each of its vectors used
+         * for every row of out, whose accumulators stay in out (a few KB, in L1). Every output's chain
+         * is acc = fma(a[i, p], b[p, j], acc) from −0.0 in increasing p, vectorised across j, a scalar
+         * tail. On the calling thread: below {@link #PARALLEL_MIN} in all the models' shapes.
+         */
+        static void fewRowsF32(float[] a, float[] b, float[] out, int batch, int m, int k, int n) {
+            int vecEnd = n - n % FL;
+            for (int bt = 0; bt < batch; bt++) {
+                int o0 = bt * m * n, a0 = bt * m * k, bBase = bt * k * n;
+                java.util.Arrays.fill(out, o0, o0 + m * n, -0.0f);
+                for (int p = 0; p < k; p++) {
+                    int bRow = bBase + p * n;
+                    for (int r = 0; r < m; r++) {
+                        FloatVector x = FloatVector.broadcast(FS, a[a0 + r * k + p]);
+                        int oRow = o0 + r * n;
+                        for (int j = 0; j < vecEnd; j += FL)
+                            x.fma(FloatVector.fromArray(FS, b, bRow + j), FloatVector.fromArray(FS, out, oRow + j)).intoArray(out, oRow + j);
+                        float xs = a[a0 + r * k + p];
+                        for (int j = vecEnd; j < n; j++) out[oRow + j] = Math.fma(xs, b[bRow + j], out[oRow + j]);
+                    }
+                }
+            }
+        }
 
         /** Per-thread packing buffers: A block [mc/MR][kc][MR], B block [panels][kc][NR], an edge tile. */
         static final class ScratchF {

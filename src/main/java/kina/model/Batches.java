@@ -3,20 +3,25 @@ package kina.model;
 import java.util.SplittableRandom;
 
 /**
- * A sampler of language-model batches over bytes [from, to) of a text: each row is a window of
- * {@code seq + 1} consecutive bytes starting at a uniform random offset; the inputs are its first
- * {@code seq} bytes and the targets its last {@code seq} (the next byte at every position).
+ * A sampler of language-model batches over the tokens of a text (its bytes [from, to), or the ids
+ * a tokenizer made of them): each row is a window of {@code seq + 1} consecutive tokens starting
+ * at a uniform random offset; the inputs are its first {@code seq} tokens and the targets its
+ * last {@code seq} (the next token at every position).
  *
  * <p>The batch for step {@code s} depends only on (seed, s): it is drawn from
  * {@code new SplittableRandom(mix(seed, s))}, so a run resumed at step s sees the batches the
  * uninterrupted run would have seen.
  */
 public final class Batches {
-    /** Token ids, int[batch][seq] each; targets[b][t] is the byte after inputs[b][t]. */
-    public record Batch(int[][] inputs, int[][] targets) {}
+    /**
+     * Token ids, int[batch][seq] each; targets[b][t] is the token after inputs[b][t].
+     * {@code targetBytes}: how many text bytes the targets stand for (batch × seq for bytes), so a
+     * loss per token converts to nats per byte.
+     */
+    public record Batch(int[][] inputs, int[][] targets, long targetBytes) {}
 
-    private final byte[] bytes;
-    private final int from;
+    private final int[] tokens;
+    private final int[] bytesOf;                  // text bytes per token id; null for bytes (one each)
     private final int windows;
     private final int batch;
     private final int seq;
@@ -24,13 +29,24 @@ public final class Batches {
 
     /** Throws DataError when [from, to) is shorter than seq + 1 bytes; IllegalArgumentException for batch or seq < 1. */
     public Batches(String name, byte[] bytes, int from, int to, int batch, int seq, long seed) {
+        this(name, range(bytes, from, to), null, "bytes", batch, seq, seed);
+    }
+
+    /**
+     * Batches over token ids; {@code bytesOf[id]} is how many text bytes id stands for. Throws
+     * DataError when there are fewer than seq + 1 tokens.
+     */
+    public Batches(String name, int[] tokens, int[] bytesOf, int batch, int seq, long seed) {
+        this(name, tokens, bytesOf, "tokens", batch, seq, seed);
+    }
+
+    private Batches(String name, int[] tokens, int[] bytesOf, String unit, int batch, int seq, long seed) {
         if (batch < 1 || seq < 1) throw new IllegalArgumentException("batch " + batch + " and seq " + seq + " must be positive");
-        if (from < 0 || to > bytes.length || from > to) throw new IllegalArgumentException("range [" + from + ", " + to + ") outside " + bytes.length + " bytes");
-        long n = (long) to - from;
+        long n = tokens.length;
         if (n < seq + 1L)
-            throw new DataError(name, "too short for seq " + seq + ": " + n + " bytes, need at least " + (seq + 1));
-        this.bytes = bytes;
-        this.from = from;
+            throw new DataError(name, "too short for seq " + seq + ": " + n + " " + unit + ", need at least " + (seq + 1));
+        this.tokens = tokens;
+        this.bytesOf = bytesOf;
         this.windows = (int) (n - seq);
         this.batch = batch;
         this.seq = seq;
@@ -42,18 +58,36 @@ public final class Batches {
     public int seq() { return seq; }
 
     /** The batch for step {@code step}. */
-    public Batch at(long step) {
+    public Batch at(long step) { return rows(step, 0, batch); }
+
+    /**
+     * Rows [lo, hi) of the batch for step {@code step} (a micro-batch: the rows are those of
+     * {@link #at}, so it too depends only on (seed, step, lo, hi)). IllegalArgumentException unless
+     * 0 ≤ lo < hi ≤ batch.
+     */
+    public Batch rows(long step, int lo, int hi) {
+        if (lo < 0 || hi <= lo || hi > batch) throw new IllegalArgumentException("rows [" + lo + ", " + hi + ") outside a batch of " + batch);
         SplittableRandom r = new SplittableRandom(mix(seed, step));
-        int[][] in = new int[batch][seq];
-        int[][] tg = new int[batch][seq];
-        for (int b = 0; b < batch; b++) {
-            int start = from + r.nextInt(windows);
+        int[][] in = new int[hi - lo][seq];
+        int[][] tg = new int[hi - lo][seq];
+        long targetBytes = 0;
+        for (int b = 0; b < hi; b++) {
+            int start = r.nextInt(windows);                 // every row's draw, so row b is the same whatever lo is
+            if (b < lo) continue;
             for (int t = 0; t < seq; t++) {
-                in[b][t] = bytes[start + t] & 0xff;
-                tg[b][t] = bytes[start + t + 1] & 0xff;
+                in[b - lo][t] = tokens[start + t];
+                tg[b - lo][t] = tokens[start + t + 1];
+                targetBytes += bytesOf == null ? 1 : bytesOf[tg[b - lo][t]];
             }
         }
-        return new Batch(in, tg);
+        return new Batch(in, tg, targetBytes);
+    }
+
+    private static int[] range(byte[] bytes, int from, int to) {
+        if (from < 0 || to > bytes.length || from > to) throw new IllegalArgumentException("range [" + from + ", " + to + ") outside " + bytes.length + " bytes");
+        int[] t = new int[to - from];
+        for (int i = 0; i < t.length; i++) t[i] = bytes[from + i] & 0xff;
+        return t;
     }
 
     /** A 64-bit hash of (seed, step): SplitMix64's finalizer over both, so nearby pairs give unrelated streams. */

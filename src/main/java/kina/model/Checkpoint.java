@@ -27,7 +27,9 @@ import kina.ir.TensorType;
  * (the weights), {@code optimizer.safetensors} (the optimizer's moments, possibly none) and
  * {@code state.json} (format version, config, optimizer name and hyperparameters, step, seed, data
  * file and its SHA-256, the loss history, and the SHA-256 of both tensor files), plus a pointer
- * file {@code ROOT/latest} naming the newest step directory.
+ * file {@code ROOT/latest} naming the newest step directory. A BPE model also holds its tokenizer
+ * as {@code tokenizer.bin} (llama2.c's format), recorded in state.json with its kind, vocabulary
+ * size and SHA-256; without that record the tokenizer is bytes.
  *
  * <p>Crash safety: every file is written to a temp name in its directory and renamed over the
  * target ({@link AtomicFiles}). A save first deletes the step directory's old {@code state.json},
@@ -47,6 +49,7 @@ public final class Checkpoint {
     public static final String OPTIMIZER_FILE = "optimizer.safetensors";
     public static final String STATE_FILE = "state.json";
     public static final String LATEST_FILE = "latest";
+    public static final String TOKENIZER_FILE = "tokenizer.bin";
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
@@ -68,8 +71,11 @@ public final class Checkpoint {
         }
     }
 
-    /** A checkpoint read back: the step directory it came from, its state, weights and moments. */
-    public record Loaded(Path dir, State state, Map<String, Tensor> weights, Map<String, Tensor> moments) {
+    /**
+     * A checkpoint read back: the step directory it came from, its state, weights, moments (none
+     * for an imported model) and tokenizer.
+     */
+    public record Loaded(Path dir, State state, Map<String, Tensor> weights, Map<String, Tensor> moments, Tokenizer tokenizer) {
         /** Throws CheckpointError unless the weights are exactly {@code expected} (names, dtypes, shapes). */
         public Loaded requireWeights(Map<String, TensorType> expected) {
             requireTensors(dir.resolve(MODEL_FILE), weights, expected, state.config().name());
@@ -83,13 +89,23 @@ public final class Checkpoint {
         }
     }
 
+    /** Whether two tokenizers map ids alike: both bytes, or BPEs with the same pieces and scores. */
+    public static boolean sameTokenizer(Tokenizer a, Tokenizer b) {
+        return a.kind().equals(b.kind()) && a.vocab() == b.vocab() && java.util.Arrays.equals(a.toLlama2c(), b.toLlama2c());
+    }
+
     /** The directory name of step {@code step}: {@code step-000123}. */
     public static String stepDirName(long step) {
         return String.format("step-%06d", step);
     }
 
-    /** Saves into {@code root/step-NNNNNN/} and points {@code root/latest} at it; returns the step directory. */
+    /** Saves a byte-level model into {@code root/step-NNNNNN/} and points {@code root/latest} at it; returns the step directory. */
     public static Path save(Path root, State state, Map<String, Tensor> weights, Map<String, Tensor> moments) {
+        return save(root, state, weights, moments, new ByteTokenizer());
+    }
+
+    /** {@link #save(Path, State, Map, Map)} with the model's tokenizer (written as tokenizer.bin unless it is bytes). */
+    public static Path save(Path root, State state, Map<String, Tensor> weights, Map<String, Tensor> moments, Tokenizer tokenizer) {
         Path dir = root.resolve(stepDirName(state.step()));
         try {
             Files.createDirectories(dir);
@@ -101,7 +117,9 @@ public final class Checkpoint {
         byte[] opt = SafeTensors.encode(moments, Map.of("format", "pt"));
         AtomicFiles.write(dir.resolve(MODEL_FILE), model);
         AtomicFiles.write(dir.resolve(OPTIMIZER_FILE), opt);
-        AtomicFiles.write(dir.resolve(STATE_FILE), stateJson(state, sha256(model), sha256(opt)));
+        byte[] tok = tokenizer instanceof BpeTokenizer ? tokenizer.toLlama2c() : null;
+        if (tok != null) AtomicFiles.write(dir.resolve(TOKENIZER_FILE), tok);
+        AtomicFiles.write(dir.resolve(STATE_FILE), stateJson(state, sha256(model), sha256(opt), tokenizer, tok));
         AtomicFiles.write(root.resolve(LATEST_FILE), (dir.getFileName() + "\n").getBytes(StandardCharsets.UTF_8));
         return dir;
     }
@@ -136,7 +154,7 @@ public final class Checkpoint {
         State state = parseState(statePath, node);
         Map<String, Tensor> weights = readChecked(dir.resolve(MODEL_FILE), node, "model_sha256");
         Map<String, Tensor> moments = readChecked(dir.resolve(OPTIMIZER_FILE), node, "optimizer_sha256");
-        return new Loaded(dir, state, weights, moments);
+        return new Loaded(dir, state, weights, moments, tokenizer(dir, node, state.config().vocab()));
     }
 
     /**
@@ -189,6 +207,25 @@ public final class Checkpoint {
         throw new CheckpointError(path, "no checkpoint here (neither " + STATE_FILE + " nor " + LATEST_FILE + ")");
     }
 
+    /** The tokenizer state.json records: bytes without a record, else tokenizer.bin checked against its digest. */
+    private static Tokenizer tokenizer(Path dir, JsonNode state, int vocab) {
+        JsonNode t = state.get("tokenizer");
+        Path statePath = dir.resolve(STATE_FILE);
+        String kind = t == null ? "byte" : text(t, "kind");
+        if ("byte".equals(kind)) return new ByteTokenizer();
+        if (!"bpe".equals(kind)) throw new CheckpointError(statePath, "unknown tokenizer kind " + t.get("kind") + " (byte or bpe)");
+        Path file = dir.resolve(TOKENIZER_FILE);
+        byte[] b = SafeTensors.bytes(file);
+        String want = text(t, "sha256");
+        if (want != null && !want.equals(sha256(b)))
+            throw new CheckpointError(file, "does not match " + STATE_FILE + " (SHA-256 differs): the file was changed or replaced");
+        try {
+            return BpeTokenizer.fromLlama2c(file.toString(), b, vocab);
+        } catch (DataError e) {
+            throw new CheckpointError(file, e.getMessage().substring(file.toString().length() + 2), e);
+        }
+    }
+
     private static Map<String, Tensor> readChecked(Path file, JsonNode state, String key) {
         byte[] b = SafeTensors.bytes(file);
         Map<String, Tensor> tensors = SafeTensors.decode(file, b).tensors();
@@ -198,7 +235,7 @@ public final class Checkpoint {
         return tensors;
     }
 
-    private static byte[] stateJson(State s, String modelSha, String optSha) {
+    private static byte[] stateJson(State s, String modelSha, String optSha, Tokenizer tokenizer, byte[] tokenizerBin) {
         ObjectNode o = JSON.createObjectNode();
         o.put("format", FORMAT);
         o.put("format_version", FORMAT_VERSION);
@@ -216,6 +253,13 @@ public final class Checkpoint {
         o.set("val_loss", pairs(s.valLoss()));
         ObjectNode extra = o.putObject("extra");
         for (Entry<String, String> e : s.extra().entrySet()) extra.put(e.getKey(), e.getValue());
+        ObjectNode tok = o.putObject("tokenizer");
+        tok.put("kind", tokenizer.kind());
+        tok.put("vocab", tokenizer.vocab());
+        if (tokenizerBin != null) {
+            tok.put("file", TOKENIZER_FILE);
+            tok.put("sha256", sha256(tokenizerBin));
+        }
         o.put("model_sha256", modelSha);
         o.put("optimizer_sha256", optSha);
         try {
@@ -312,7 +356,8 @@ public final class Checkpoint {
         return v != null && v.isTextual() ? v.asText() : null;
     }
 
-    static String sha256(byte[] b) {
+    /** The SHA-256 of b, in lower-case hex. */
+    public static String sha256(byte[] b) {
         try {
             return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
         } catch (NoSuchAlgorithmException e) {

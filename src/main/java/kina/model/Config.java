@@ -57,6 +57,11 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         return new Config(name, vocab, dModel, heads, heads, seq, layers, mlpHidden, ROPE_BASE, EPS, false);
     }
 
+    /** This config with another vocabulary size (a BPE's), the rest unchanged. */
+    public Config withVocab(int v) {
+        return new Config(name, v, dModel, heads, kvHeads, seq, layers, mlpHidden, ropeBase, eps, toy);
+    }
+
     /** Features per head: dModel / heads. */
     public int headDim() { return dModel / heads; }
 

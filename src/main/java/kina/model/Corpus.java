@@ -168,5 +168,24 @@ public final class Corpus {
         return new Batches(name + " (validation part)", bytes, split, bytes.length, batch, seq, Batches.mix(seed, VALID_SALT));
     }
 
+    /** Training windows over the ids {@code tok} makes of the training part (each part is encoded on its own). */
+    public Batches trainBatches(Tokenizer tok, int batch, int seq, long seed) {
+        return new Batches(name + " (training part, " + tok.kind() + ")", tokens(tok, 0, split), bytesOf(tok), batch, seq, seed);
+    }
+
+    /** Validation windows over the ids {@code tok} makes of the validation part, fixed by the seed. */
+    public Batches validBatches(Tokenizer tok, int batch, int seq, long seed) {
+        return new Batches(name + " (validation part, " + tok.kind() + ")", tokens(tok, split, bytes.length), bytesOf(tok), batch, seq,
+                Batches.mix(seed, VALID_SALT));
+    }
+
+    private int[] tokens(Tokenizer tok, int from, int to) { return tok.encode(java.util.Arrays.copyOfRange(bytes, from, to)); }
+
+    private static int[] bytesOf(Tokenizer tok) {
+        int[] n = new int[tok.vocab()];
+        for (int i = 0; i < n.length; i++) n[i] = tok.bytes(i).length;
+        return n;
+    }
+
     private static final long VALID_SALT = 0x5eed_7a11_da7aL;
 }

@@ -44,6 +44,12 @@ public final class LossPlot {
             for (double[] p : s) if (finite(p)) { lo = Math.min(lo, p[0]); hi = Math.max(hi, p[0]); }
         if (lo > hi) { lo = 0; hi = 1; }
         if (lo == hi) hi = lo + 1;
+        // The step axis from 0 to a round number, so the ticks fall on round steps (0, 100, 200, …)
+        // rather than on the first step plus multiples of an odd spacing, whose labels crowded.
+        double step = tickStep(hi), end = Math.ceil(hi / step) * step;
+        chart.getStyler().setXAxisMin(Math.min(0, lo)).setXAxisMax(end);
+        chart.setCustomXAxisTickLabelsFormatter(x -> x == Math.rint(x) ? String.format(java.util.Locale.ROOT, "%,d", Math.round(x))
+                : String.format(java.util.Locale.ROOT, "%.1f", x));
 
         add(chart, "train", train, new Color(0x1f77b4), false);
         add(chart, "validation", val, new Color(0xd62728), true);
@@ -54,7 +60,13 @@ public final class LossPlot {
             b.setLineColor(Color.GRAY);
             b.setLineStyle(new BasicStroke(1.5f, BasicStroke.CAP_BUTT, BasicStroke.JOIN_MITER, 10f, new float[] {6f, 4f}, 0f));
         }
-        if (chart.getSeriesMap().isEmpty()) {
+        // XChart puts the ticks of equally spaced x values (steps 1, 2, 3, …) on every k-th value,
+        // 1, 1 + k, …; an invisible point off that lattice makes it choose round ticks instead.
+        XYSeries anchor = chart.addSeries(" ", new double[] {0.5}, new double[] {Double.isFinite(baseline) ? baseline : 0});
+        anchor.setMarker(SeriesMarkers.NONE);
+        anchor.setLineColor(new Color(0, 0, 0, 0));
+        anchor.setShowInLegend(false);
+        if (chart.getSeriesMap().size() == 1) {
             XYSeries e = chart.addSeries("no data", new double[] {0, 1}, new double[] {0, 0});
             e.setMarker(SeriesMarkers.NONE);
             e.setLineColor(new Color(0, 0, 0, 0));
@@ -64,6 +76,13 @@ public final class LossPlot {
         } catch (IOException e) {
             throw new IllegalStateException("PNG encoding failed", e);
         }
+    }
+
+    /** A round tick spacing (1, 2 or 5 × 10^k) that divides [0, hi] into 4 to 10 parts. */
+    static double tickStep(double hi) {
+        double raw = hi / 8, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+        for (double m : new double[] {1, 2, 5, 10}) if (m * mag >= raw) return Math.max(1, m * mag);
+        return Math.max(1, 10 * mag);
     }
 
     private static void add(XYChart chart, String name, List<double[]> pts, Color color, boolean markers) {

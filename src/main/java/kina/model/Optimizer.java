@@ -1,7 +1,18 @@
 package kina.model;
 
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+import kina.ad.ProgramBuilder;
+import kina.ir.DType;
+import kina.ir.Payload;
+import kina.ir.Shape;
+import kina.ir.TensorType;
+import kina.ir.Var;
 
 /**
  * An optimizer written as kina instructions appended after the recorded gradients (DESIGN §7):
@@ -45,57 +56,72 @@ public sealed interface Optimizer {
         }
     }
 
-    /** Appends the clip and update lets; binds new_<w> and new_<state>_<w>, and grad_norm. */
-    default void update(StringBuilder s, List<StoryLm.Weight> ws) {
-        s.append("// gradient-norm clipping over every weight\n");
-        String prev = null;
-        for (StoryLm.Weight w : ws) {
-            String sq = "(g_" + w.name() + " * g_" + w.name() + ")";
-            String e = w.rank() == 2
-                    ? sq + ".sum(axis=1, keepdims=true).sum(axis=0, keepdims=true)"
-                    : sq + ".sum(axis=0, keepdims=true).reshape([1, 1])";
-            if (prev == null) {
-                top(s, "gsq_" + w.name(), e);
-            } else {
-                top(s, "ss_" + w.name(), e);
-                top(s, "gsq_" + w.name(), prev + " + ss_" + w.name());
-            }
-            prev = "gsq_" + w.name();
+    /**
+     * Binds the clip and update lets with {@code b}: {@code grad_norm}, then per weight
+     * {@code new_<w>} and {@code new_<state>_<w>}. {@code params}, {@code grads} and each list of
+     * {@code state} follow {@code ws}; {@code scalars} holds lr, bc1, bc2 and {@link #constants}'
+     * values. Answers (new weights…, new state… state by state, grad_norm).
+     */
+    default List<Var> update(ProgramBuilder b, List<StoryLm.Weight> ws, List<Var> params, List<Var> grads,
+                             Map<String, List<Var>> state, Map<String, Var> scalars) {
+        // gradient-norm clipping over every weight
+        Var sumSq = null;
+        for (int i = 0; i < ws.size(); i++) {
+            String n = ws.get(i).name();
+            Var sq = b.mul(grads.get(i), grads.get(i));
+            Var e = ws.get(i).rank() == 2 ? b.sum(b.sum(sq, 1, true), 0, true) : b.reshape(b.sum(sq, 0, true), new Shape(1, 1));
+            sumSq = sumSq == null ? b.let("gsq_" + n, e) : b.let("gsq_" + n, b.add(sumSq, b.let("ss_" + n, e)));
         }
-        top(s, "grad_norm", prev + ".sqrt()");
+        Var gradNorm = b.let("grad_norm", b.sqrt(sumSq));
         boolean clipping = clip() > 0;
+        Var clipScale = null;
         if (clipping) {
-            top(s, "clip_c", lit(clip()));
-            top(s, "clip_scale", "clip_c / grad_norm.maximum(clip_c)");
+            Var c = b.let("clip_c", literal(b, clip()));
+            clipScale = b.let("clip_scale", b.div(c, b.maximum(gradNorm, c)));
         }
-        for (String name : scalars()) top(s, name + "_1", name + ".reshape([1])");
-        if (clipping) top(s, "clip_scale_1", "clip_scale.reshape([1])");
-        s.append("// ").append(describe()).append('\n');
-        for (StoryLm.Weight w : ws) {
-            String sh = shape(w.shape()), r = w.rank() == 2 ? "" : "_1", n = w.name();
-            String g = "g_" + n;
-            if (clipping) {
-                top(s, "gc_" + n, g + " * clip_scale" + r + ".broadcast(" + sh + ")");
-                g = "gc_" + n;
-            }
+        // rank-1 weights (norm gains) read each [1, 1] scalar through a [1] form
+        Map<String, Var> one = new HashMap<>();
+        for (String name : scalars()) one.put(name, b.let(name + "_1", b.reshape(scalars.get(name), new Shape(1))));
+        if (clipping) one.put("clip_scale", b.let("clip_scale_1", b.reshape(clipScale, new Shape(1))));
+        Map<String, Var> two = new HashMap<>(scalars);
+        if (clipping) two.put("clip_scale", clipScale);
+        List<Var> newWeights = new ArrayList<>();
+        Map<String, List<Var>> newState = new LinkedHashMap<>();
+        for (String st : state()) newState.put(st, new ArrayList<>());
+        for (int i = 0; i < ws.size(); i++) {
+            StoryLm.Weight w = ws.get(i);
+            String n = w.name();
+            Shape sh = new Shape(w.shape());
+            Map<String, Var> k = w.rank() == 2 ? two : one;
+            Function<String, Var> bc = name -> b.broadcast(k.get(name), sh);
+            Var p = params.get(i), g = grads.get(i);
+            if (clipping) g = b.let("gc_" + n, b.mul(g, bc.apply("clip_scale")));
             switch (this) {
                 case Sgd sgd when sgd.momentum() > 0 -> {
-                    top(s, "new_buf_" + n, "buf_" + n + " * momentum" + r + ".broadcast(" + sh + ") + " + g);
-                    top(s, "new_" + n, n + " - lr" + r + ".broadcast(" + sh + ") * new_buf_" + n);
+                    Var buf = b.let("new_buf_" + n, b.add(b.mul(state.get("buf").get(i), bc.apply("momentum")), g));
+                    newState.get("buf").add(buf);
+                    newWeights.add(b.let("new_" + n, b.sub(p, b.mul(bc.apply("lr"), buf))));
                 }
-                case Sgd _ -> top(s, "new_" + n, n + " - lr" + r + ".broadcast(" + sh + ") * " + g);
+                case Sgd _ -> newWeights.add(b.let("new_" + n, b.sub(p, b.mul(bc.apply("lr"), g))));
                 case AdamW a -> {
-                    top(s, "new_m_" + n, "m_" + n + " * beta1" + r + ".broadcast(" + sh + ") + " + g + " * one_minus_beta1" + r + ".broadcast(" + sh + ")");
-                    top(s, "new_v_" + n, "v_" + n + " * beta2" + r + ".broadcast(" + sh + ") + " + g + " * " + g + " * one_minus_beta2" + r + ".broadcast(" + sh + ")");
-                    top(s, "mhat_" + n, "new_m_" + n + " * bc1" + r + ".broadcast(" + sh + ")");
-                    top(s, "vhat_" + n, "new_v_" + n + " * bc2" + r + ".broadcast(" + sh + ")");
-                    String step = "mhat_" + n + " / (vhat_" + n + ".sqrt() + adam_eps" + r + ".broadcast(" + sh + "))";
-                    if (w.rank() == 2 && a.weightDecay() > 0) step = step + " + " + n + " * weight_decay.broadcast(" + sh + ")";
-                    top(s, "upd_" + n, step);
-                    top(s, "new_" + n, n + " - lr" + r + ".broadcast(" + sh + ") * upd_" + n);
+                    Var m = b.let("new_m_" + n, b.add(b.mul(state.get("m").get(i), bc.apply("beta1")), b.mul(g, bc.apply("one_minus_beta1"))));
+                    Var v = b.let("new_v_" + n, b.add(b.mul(state.get("v").get(i), bc.apply("beta2")),
+                            b.mul(b.mul(g, g), bc.apply("one_minus_beta2"))));
+                    newState.get("m").add(m);
+                    newState.get("v").add(v);
+                    Var mhat = b.let("mhat_" + n, b.mul(m, bc.apply("bc1")));
+                    Var vhat = b.let("vhat_" + n, b.mul(v, bc.apply("bc2")));
+                    Var step = b.div(mhat, b.add(b.sqrt(vhat), bc.apply("adam_eps")));
+                    if (w.rank() == 2 && a.weightDecay() > 0) step = b.add(step, b.mul(p, b.broadcast(scalars.get("weight_decay"), sh)));
+                    Var upd = b.let("upd_" + n, step);
+                    newWeights.add(b.let("new_" + n, b.sub(p, b.mul(bc.apply("lr"), upd))));
                 }
             }
         }
+        List<Var> out = new ArrayList<>(newWeights);
+        newState.values().forEach(out::addAll);
+        out.add(gradNorm);
+        return out;
     }
 
     /** The [1, 1] scalars the update reads (each also gets a [1] form). */
@@ -107,31 +133,22 @@ public sealed interface Optimizer {
         };
     }
 
-    /** The literal hyperparameters, bound before the update. */
-    default void constants(StringBuilder s) {
+    /** Binds the literal hyperparameters (before the update); answers them by name. */
+    default Map<String, Var> constants(ProgramBuilder b) {
+        Map<String, Var> m = new LinkedHashMap<>();
         switch (this) {
-            case Sgd sgd when sgd.momentum() > 0 -> top(s, "momentum", lit(sgd.momentum()));
+            case Sgd sgd when sgd.momentum() > 0 -> m.put("momentum", b.let("momentum", literal(b, sgd.momentum())));
             case Sgd _ -> { }
             case AdamW a -> {
-                top(s, "beta1", lit(a.beta1()));
-                top(s, "one_minus_beta1", lit(1 - a.beta1()));
-                top(s, "beta2", lit(a.beta2()));
-                top(s, "one_minus_beta2", lit(1 - a.beta2()));
-                top(s, "adam_eps", lit(a.eps()));
-                top(s, "weight_decay", lit(a.weightDecay()));
+                String[] names = {"beta1", "one_minus_beta1", "beta2", "one_minus_beta2", "adam_eps", "weight_decay"};
+                double[] values = {a.beta1(), 1 - a.beta1(), a.beta2(), 1 - a.beta2(), a.eps(), a.weightDecay()};
+                for (int i = 0; i < names.length; i++) m.put(names[i], b.let(names[i], literal(b, values[i])));
             }
         }
+        return m;
     }
 
-    private static void top(StringBuilder s, String name, String expr) {
-        s.append("let ").append(name).append(" = ").append(expr).append(" in\n");
-    }
-
-    private static String lit(double v) { return "tensor<F32, [1, 1], @host> payload { " + StoryLm.num(v) + " }"; }
-
-    private static String shape(long[] dims) {
-        StringBuilder b = new StringBuilder("[");
-        for (int i = 0; i < dims.length; i++) b.append(i > 0 ? ", " : "").append(dims[i]);
-        return b.append(']').toString();
+    private static Var literal(ProgramBuilder b, double v) {
+        return b.literal(TensorType.host(DType.F32, 1, 1), new Payload(v));
     }
 }

@@ -15,8 +15,13 @@ import me.tongfei.progressbar.ProgressBarStyle;
  * a progress bar (me.tongfei progressbar) redrawn in place; elsewhere (CI, a pipe, a log file)
  * plain lines every {@code every} steps and at the last step; or nothing (tests).
  *
- * <p>Tokens per second and the ETA count only the steps done since this Progress began, so a
- * resumed run reports its own speed.
+ * <p>Tokens per second and the ETA are measured over a recent window (the last tenth of the
+ * time since this Progress began, at most {@link #MAX_WINDOW_NANOS}), not from the start: the
+ * first steps run while the JIT compiles the kernels, and an average over them put the early
+ * ETA minutes off. Until two steps are measured, and while the speed is still rising (the
+ * window's newer half more than a fifth faster than its older half), the ETA is not known yet and
+ * shows as {@code -}. Both count only
+ * this Progress's own steps, so a resumed run reports its own speed.
  */
 public final class Progress implements AutoCloseable {
     public enum Mode {
@@ -38,6 +43,13 @@ public final class Progress implements AutoCloseable {
     private final LongSupplier nanos;
     private final long t0;
     private final ProgressBar bar;
+    /** (time, step) of recent updates, oldest first; the start is the first. */
+    private final java.util.ArrayDeque<long[]> recent = new java.util.ArrayDeque<>();
+
+    /** The longest window the speed is measured over. */
+    public static final long MAX_WINDOW_NANOS = 30_000_000_000L;
+    /** The fewest updates the window keeps (a slow run's window then still spans several steps). */
+    static final int MIN_SAMPLES = 5;
     private long lastStep;
     private double lastLoss = Double.NaN, lastVal = Double.NaN;
     private boolean lastPrinted = true;
@@ -62,6 +74,7 @@ public final class Progress implements AutoCloseable {
         this.nanos = nanos;
         this.t0 = nanos.getAsLong();
         this.lastStep = startStep;
+        recent.add(new long[] {t0, startStep});
         if (mode == Mode.BAR) quietTerminal();
         this.bar = switch (mode) {
             case BAR -> new ProgressBarBuilder().setTaskName(task).setInitialMax(totalSteps)
@@ -69,6 +82,7 @@ public final class Progress implements AutoCloseable {
                     .setStyle(ProgressBarStyle.COLORFUL_UNICODE_BLOCK)
                     .setConsumer(new ConsoleProgressBarConsumer(out))
                     .setUpdateIntervalMillis(250)
+                    .setEtaFunction(_ -> java.util.Optional.ofNullable(eta()))
                     .build();
             case LINES, OFF -> null;
         };
@@ -88,6 +102,15 @@ public final class Progress implements AutoCloseable {
     /** Reports that {@code step} is done with training loss {@code loss}; {@code valLoss} NaN when not measured yet. */
     public void update(long step, double loss, double valLoss) {
         lastStep = step;
+        long now = nanos.getAsLong(), window = Math.min(MAX_WINDOW_NANOS, (now - t0) / 10);
+        recent.add(new long[] {now, step});
+        // keep the newest sample before the window, and at least MIN_SAMPLES, so the window spans a few steps
+        while (recent.size() > MIN_SAMPLES) {
+            java.util.Iterator<long[]> it = recent.iterator();
+            it.next();
+            if (it.next()[0] > now - window) break;
+            recent.removeFirst();
+        }
         lastLoss = loss;
         if (!Double.isNaN(valLoss)) lastVal = valLoss;
         switch (mode) {
@@ -103,19 +126,40 @@ public final class Progress implements AutoCloseable {
         }
     }
 
-    /** Tokens per second since this Progress began (0 before the first step). */
+    /** Tokens per second over the recent window (0 before the first step). */
     public double tokensPerSecond() {
-        double s = (nanos.getAsLong() - t0) / 1e9;
-        long steps = lastStep - start;
-        return s > 0 && steps > 0 ? steps * (double) tokensPerStep / s : 0;
+        double perStep = nanosPerStep();
+        return perStep > 0 ? tokensPerStep / (perStep / 1e9) : 0;
     }
 
-    /** The estimated time to the last step, or null before the first step. */
+    /**
+     * The estimated time to the last step at the recent window's speed; null until two steps are
+     * measured and while the speed is still rising (the JIT warming up).
+     */
     public Duration eta() {
-        long steps = lastStep - start;
-        if (steps <= 0) return null;
-        double perStep = (nanos.getAsLong() - t0) / (double) steps;
+        double perStep = nanosPerStep();
+        if (perStep >= 0 && lastStep >= total) return Duration.ZERO;
+        if (perStep < 0 || recent.size() < 3 || rising()) return null;
         return Duration.ofNanos((long) (perStep * Math.max(0, total - lastStep)));
+    }
+
+    /** Whether the window's newer half ran more than a fifth faster per step than its older half. */
+    private boolean rising() {
+        if (recent.size() < 3) return false;
+        long[] a = recent.getFirst(), z = recent.getLast();
+        long mid = a[0] + (z[0] - a[0]) / 2;
+        long[] m = null;
+        for (long[] s : recent) if (s[0] <= mid) m = s;                 // the last sample at or before the middle
+        if (m == null || m == a || m == z || m[1] == a[1] || z[1] == m[1]) return false;
+        double older = (double) (m[0] - a[0]) / (m[1] - a[1]), newer = (double) (z[0] - m[0]) / (z[1] - m[1]);
+        return newer < 0.8 * older;
+    }
+
+    /** Nanoseconds per step over the window, from its oldest sample to the newest; −1 before the first step. */
+    private double nanosPerStep() {
+        long[] a = recent.getFirst(), b = recent.getLast();
+        long steps = b[1] - a[1];
+        return steps > 0 ? (double) (b[0] - a[0]) / steps : -1;
     }
 
     /** The plain line for the latest update: {@code step 120/1000  loss 2.3456  val 2.4012  1234 tok/s  eta 0:03:12}. */

@@ -13,7 +13,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
 import kina.ad.TransformAd;
-import kina.check.Checker;
 import kina.eval.Interpreter;
 import kina.kernels.Parallel;
 import kina.eval.Tensor;
@@ -22,7 +21,6 @@ import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
 import kina.plan.Plan;
-import kina.syntax.Parser;
 
 /**
  * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
@@ -31,14 +29,49 @@ import kina.syntax.Parser;
  * optimizer moments are carried by the step from run to run ({@link Runner}, Plan.carry): with the
  * plan they stay in its float buffers and become Tensors only to validate and to checkpoint. Deterministic: the
  * batch of step s depends only on (seed, s) and the learning rate only on (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
+ *
+ * <p>With {@code microBatches} M ≥ 1 a step is a micro-batch tree instead ({@link MicroBatchJob}):
+ * a gradient program per micro-batch, run by {@link GradientWorkers} (in this process, or on a
+ * cluster), their sums added by the {@link GradientTree}, and an update program here. The bits
+ * then depend on M but not on the workers.
  */
 public final class Trainer {
 
-    /** What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot. */
+    /**
+     * What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot.
+     * {@code microBatches}: 0 for one program per step (the default), else M, the micro-batches of a
+     * step ({@link MicroBatchJob}); {@code workers}: who computes their gradients (null: this
+     * process, with {@code engine}), used only when M ≥ 1. The config's vocab is the tokenizer's.
+     */
     public record Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                           int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
-                          Progress.Mode progress, Engine engine) {
-        /** The options with the default engine (the compiled plan). */
+                          Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers,
+                          Tokenizer tokenizer) {
+        /** The options with one program per step, over {@code tokenizer}'s ids. */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine, Tokenizer tokenizer) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, 0, null, tokenizer);
+        }
+
+        /** The options over byte-level text, with micro-batches {@code microBatches} and {@code workers}. */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, microBatches, workers, new ByteTokenizer());
+        }
+
+        /** The options with one program per step, for byte-level text. */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, 0, null, new ByteTokenizer());
+        }
+
+        /** The options with the default engine (the compiled plan), for byte-level text. */
         public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                        int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
                        Progress.Mode progress) {
@@ -93,7 +126,7 @@ public final class Trainer {
     }
 
     /** The plan engine: carried values stay in the plan's float buffers between runs. */
-    record PlanRunner(Plan plan) implements Runner {
+    public record PlanRunner(Plan plan) implements Runner {
         public void carry(Map<String, Integer> inputToOutput) { plan.carry(inputToOutput); }
         public void set(String name, Tensor value) { plan.set(name, value); }
         public Tensor get(String name) { return plan.get(name); }
@@ -172,7 +205,15 @@ public final class Trainer {
         this.corpus = corpus;
         this.c = options.config();
         if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium or --config FILE.json)");
-        if (c.vocab() != ByteTokenizer.VOCAB) throw new ConfigError(c.name(), "vocab must be " + ByteTokenizer.VOCAB + " for byte-level text, got " + c.vocab());
+        Tokenizer tok = options.tokenizer();
+        if (c.vocab() != tok.vocab())
+            throw new ConfigError(c.name(), "vocab must be " + tok.vocab() + " for the " + (tok instanceof ByteTokenizer ? "byte-level" : "BPE")
+                    + " tokenizer, got " + c.vocab());
+        if (o.microBatches() < 0) throw new kina.ir.KinaException(null, "--micro-batches " + o.microBatches() + ": must be a power of two (1, 2, 4, …)");
+        if (o.microBatches() > 0) MicroBatchJob.check(o.batch(), o.microBatches());
+        else if (o.workers() != null) throw new IllegalArgumentException("workers need micro-batches (M >= 1)");
+        if (o.microBatches() > 0 && !(tok instanceof ByteTokenizer))
+            throw new kina.ir.KinaException(null, "--micro-batches with --tokenizer bpe: the micro-batch tree reads byte-level text only; train the BPE without --micro-batches");
         this.weights = StoryLm.weights(c);
         Tensor[] tables = ropeTables(c);
         this.cos = tables[0];
@@ -223,8 +264,9 @@ public final class Trainer {
         return o.lr() * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, progress))));
     }
 
-    static Program compile(String name, String src) {
-        return TransformAd.transform(Checker.check(Parser.parse(name, src)));
+    /** A checked StoryLM program after transform_ad, ready for an engine. */
+    public static Program compile(Program checked) {
+        return TransformAd.transform(checked);
     }
 
     /** Trains; prints progress and notes to {@code log}; returns the summary. */
@@ -246,7 +288,10 @@ public final class Trainer {
             if (!ck.state().config().equals(c))
                 throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
             ck.requireWeights(types(""));
-            ck.requireMoments(stateTypes());
+            if (!(ck.moments().isEmpty() && ck.state().step() == 0)) ck.requireMoments(stateTypes());   // an import has none yet
+            if (!Checkpoint.sameTokenizer(ck.tokenizer(), o.tokenizer()))
+                throw new CheckpointError(ck.dir(), "was trained with a " + ck.tokenizer().kind() + " tokenizer of " + ck.tokenizer().vocab()
+                        + " ids, not the one given (resume with the checkpoint's tokenizer)");
             long at = ck.state().step();
             if (o.steps() <= at)
                 throw new kina.ir.KinaException(null, "--steps " + o.steps() + " is not beyond the checkpoint's step " + at
@@ -256,12 +301,19 @@ public final class Trainer {
             if (was != null && was.doubleValue() != o.steps())
                 notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d stretches it "
                         + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(), o.steps());
+            // The micro-batch count decides the order of the gradient's additions (0: one program per step).
+            double m = ck.state().hyper().getOrDefault("micro_batches", 0.0);
+            if (m != o.microBatches())
+                notes.printf(Locale.ROOT, "note: the checkpoint's steps were %s; these are %s (losses will differ from an uninterrupted run)%n",
+                        stepKind((int) m), stepKind(o.microBatches()));
         }
         if (o.out() != null) requireOutDir(o.out());   // created only once the checkpoint is known to fit
-        Runner step = o.engine().compile(compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, o.batch(), o.optimizer())));
-        Runner eval = o.engine().compile(compile("<storylm " + c.name() + " loss>", StoryLm.lossOnly(c, o.batch())));
-        Batches train = corpus.trainBatches(o.batch(), c.seq(), o.seed());
-        Batches valid = corpus.validBatches(o.batch(), c.seq(), o.seed());
+        // Validation runs at the micro-batch size too, so a large batch needs no large forward pass.
+        Runner eval = o.engine().compile(compile(StoryLm.lossOnly(c, o.batch() / pieces())));
+        Batches valid = o.tokenizer() instanceof ByteTokenizer ? corpus.validBatches(o.batch(), c.seq(), o.seed())
+                : corpus.validBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
+        Step steps = o.microBatches() == 0 ? new WholeStep() : new TreeStep();   // closed with the progress bar
+        Runner step = steps.state();
         double baseline = corpus.unigramEntropyNats();
 
         Map<String, Tensor> w = new LinkedHashMap<>();
@@ -270,7 +322,7 @@ public final class Trainer {
         long start = 0;
         if (ck != null) {
             w.putAll(ck.weights());
-            state.putAll(ck.moments());
+            state.putAll(ck.moments().isEmpty() ? zeroMoments(c, o.optimizer()) : ck.moments());
             start = ck.state().step();
             trainCurve.addAll(ck.state().trainLoss());
             valCurve.addAll(ck.state().valLoss());
@@ -279,9 +331,9 @@ public final class Trainer {
             w.putAll(init(c, o.seed()));
             state.putAll(zeroMoments(c, o.optimizer()));
         }
-        log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, engine %s%n",
+        log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, engine %s%s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
-                o.engine().name().toLowerCase(Locale.ROOT));
+                o.engine().name().toLowerCase(Locale.ROOT), steps.describe());
         // Weights and moments are carried by the step from run to run (in the plan's float buffers);
         // they come out as Tensors only to validate and to save.
         step.carry(carried(c, o.optimizer()));
@@ -294,11 +346,10 @@ public final class Trainer {
         Path lastCk = null;
         double lastLoss = Double.NaN, lastVal = valCurve.isEmpty() ? Double.NaN : valCurve.getLast()[1];
         long tokensPerStep = (long) o.batch() * c.seq();
-        try (Progress bar = new Progress(o.progress(), "train " + c.name(), start, o.steps(), tokensPerStep,
+        try (steps; Progress bar = new Progress(o.progress(), "train " + c.name(), start, o.steps(), tokensPerStep,
                 Math.max(1, o.steps() / 50), log)) {
             for (long s = start; s < o.steps(); s++) {
                 Map<String, Tensor> in = new HashMap<>();
-                batchInputs(train.at(s), in);
                 double lr = lrAt(s);
                 in.put("lr", scalar(lr));
                 if (o.optimizer() instanceof Optimizer.AdamW a) {
@@ -308,8 +359,7 @@ public final class Trainer {
                     in.put("bc1", scalar(1));
                     in.put("bc2", scalar(1));
                 }
-                List<Tensor> out = step.run(in);             // (loss, grad_norm): the rest is carried
-                lastLoss = out.getFirst().floats()[0];
+                lastLoss = steps.run(s, in);
                 if (!Double.isFinite(lastLoss))
                     throw new kina.ir.KinaException(null, "training diverged at step " + (s + 1) + ": loss " + lastLoss + " (lower --lr)");
                 trainCurve.add(new double[] {s + 1, lastLoss});
@@ -350,12 +400,11 @@ public final class Trainer {
         if (!Files.isWritable(out)) throw new kina.ir.KinaException(null, "--out " + out + ": directory not writable");
     }
 
-    /** What the step carries: each weight and optimizer state from its result position (StoryLm.trainStep's order). */
     /**
      * The inputs a train step carries from run to run (name → index): the weights, then each
      * optimizer state's moments ({@code state_weight}), in the order checkpoints write them.
      */
-    static Map<String, Integer> carried(Config c, Optimizer opt) {
+    public static Map<String, Integer> carried(Config c, Optimizer opt) {
         Map<String, Integer> m = new LinkedHashMap<>();
         List<StoryLm.Weight> ws = StoryLm.weights(c);
         for (StoryLm.Weight wt : ws) m.put(wt.name(), m.size());
@@ -364,7 +413,7 @@ public final class Trainer {
     }
 
     /** A fresh run's optimizer moments: +0.0 for every state and weight, F32. */
-    static Map<String, Tensor> zeroMoments(Config c, Optimizer opt) {
+    public static Map<String, Tensor> zeroMoments(Config c, Optimizer opt) {
         Map<String, Tensor> m = new LinkedHashMap<>();
         for (String st : opt.state())
             for (StoryLm.Weight wt : StoryLm.weights(c))
@@ -379,19 +428,107 @@ public final class Trainer {
         return m;
     }
 
-    /** Mean validation loss over the fixed validation batches. */
+    /**
+     * Mean validation loss over the fixed validation batches (each in {@link #pieces} equal parts),
+     * in nats per byte: for bytes the mean of the parts' losses; for a BPE the summed NLL over the
+     * bytes the targets stand for.
+     */
     double validate(Runner eval, Batches valid, Map<String, Tensor> w) {
-        double sum = 0;
-        for (int i = 0; i < o.evalBatches(); i++) {
-            Map<String, Tensor> in = new HashMap<>(w);
-            batchInputs(valid.at(i), in);
-            sum += eval.run(in).getFirst().floats()[0];
+        double sum = 0, nll = 0, bytes = 0;
+        int n = pieces(), rows = o.batch() / n;
+        for (int i = 0; i < o.evalBatches(); i++)
+            for (int j = 0; j < n; j++) {
+                Map<String, Tensor> in = new HashMap<>(w);
+                Batches.Batch b = valid.rows(i, j * rows, (j + 1) * rows);
+                batchInputs(b, in);
+                double loss = eval.run(in).getFirst().floats()[0];
+                sum += loss;
+                nll += loss * ((long) rows * c.seq());
+                bytes += b.targetBytes();
+            }
+        return o.tokenizer() instanceof ByteTokenizer ? sum / ((double) o.evalBatches() * n) : nll / bytes;
+    }
+
+    /** A batch's mean NLL per token in nats per byte (bytes: as it is). */
+    private double perByte(double lossPerToken, Batches.Batch b) {
+        return o.tokenizer() instanceof ByteTokenizer ? lossPerToken : lossPerToken * ((long) o.batch() * c.seq()) / b.targetBytes();
+    }
+
+    private static String stepKind(int microBatches) {
+        return microBatches == 0 ? "one program each" : "trees of " + microBatches + " micro-batch" + (microBatches == 1 ? "" : "es");
+    }
+
+    /** The parts a batch is run in: its micro-batches, or 1 with one program per step. */
+    private int pieces() { return Math.max(1, o.microBatches()); }
+
+    /** One optimizer step as the loop sees it: the weights and moments are carried by {@link #state}. */
+    private interface Step extends AutoCloseable {
+        /** The program that carries the weights and moments (set, get). */
+        Runner state();
+
+        /** Runs step s with the step scalars (lr, bc1, bc2) in {@code in}; answers the step's mean loss. */
+        double run(long s, Map<String, Tensor> in);
+
+        /** For the first log line: empty, or how a step's gradients are computed. */
+        String describe();
+
+        @Override void close();
+    }
+
+    /** One program per step: forward, gradients, clipping and update together. */
+    private final class WholeStep implements Step {
+        final Runner step = o.engine().compile(compile(StoryLm.trainStep(c, o.batch(), o.optimizer())));
+        final Batches train = o.tokenizer() instanceof ByteTokenizer ? corpus.trainBatches(o.batch(), c.seq(), o.seed())
+                : corpus.trainBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
+
+        public Runner state() { return step; }
+
+        public double run(long s, Map<String, Tensor> in) {
+            Batches.Batch batch = train.at(s);
+            batchInputs(batch, in);
+            return perByte(step.run(in).getFirst().floats()[0], batch);   // (loss, grad_norm): the rest is carried
         }
-        return sum / o.evalBatches();
+
+        public String describe() { return ""; }
+
+        public void close() { }
+    }
+
+    /**
+     * A micro-batch tree ({@link MicroBatchJob}): the workers' parts summed by the tree here, then
+     * the update program, which carries the weights and moments.
+     */
+    private final class TreeStep implements Step {
+        final MicroBatchJob job = MicroBatchJob.of(c, corpus, o.batch(), o.microBatches(), o.seed());
+        final ParameterLayout layout = new ParameterLayout(c);
+        final Runner update = o.engine().compile(compile(StoryLm.updateStep(c, o.optimizer(), job.scale())));
+        final GradientWorkers workers = (o.workers() != null ? o.workers() : GradientWorkers.inProcess(o.engine())).open(job);
+
+        public Runner state() { return update; }
+
+        public double run(long s, Map<String, Tensor> in) {
+            GradientTree.Subtree g = GradientTree.sum(workers.gradients(s, layout.flatten(update::get)));
+            if (g.from() != 0 || g.to() != job.microBatches())
+                throw new IllegalStateException("the workers summed micro-batches [" + g.from() + ", " + g.to() + ") of " + job.microBatches());
+            in.putAll(layout.tensors(g.gradient(), "gsum_"));
+            update.run(in);                                  // (grad_norm): the rest is carried
+            return g.lossSum() * (float) job.scale();
+        }
+
+        public String describe() { return "; " + job.describe() + ", gradients " + workers.describe(); }
+
+        public void close() { workers.close(); }
     }
 
     private void batchInputs(Batches.Batch b, Map<String, Tensor> in) {
-        int bs = b.inputs().length, t = c.seq();
+        tokens(b, c.seq(), in);
+        in.put("cos", cos);
+        in.put("sin", sin);
+    }
+
+    /** Puts a batch's {@code ids} [rows, t] and {@code targets} [rows·t] (I64) into {@code in}. */
+    public static void tokens(Batches.Batch b, int t, Map<String, Tensor> in) {
+        int bs = b.inputs().length;
         long[] ids = new long[bs * t], tg = new long[bs * t];
         for (int i = 0; i < bs; i++)
             for (int j = 0; j < t; j++) {
@@ -400,8 +537,6 @@ public final class Trainer {
             }
         in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, bs, t), ids));
         in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, (long) bs * t), tg));
-        in.put("cos", cos);
-        in.put("sin", sin);
     }
 
     private Path save(long step, Map<String, Tensor> w, Map<String, Tensor> state, List<double[]> train, List<double[]> val) {
@@ -411,6 +546,7 @@ public final class Trainer {
         hyper.put("steps", (double) o.steps());
         hyper.put("batch", (double) o.batch());
         hyper.put("clip", o.optimizer().clip());
+        if (o.microBatches() > 0) hyper.put("micro_batches", (double) o.microBatches());
         switch (o.optimizer()) {
             case Optimizer.Sgd sgd -> hyper.put("momentum", sgd.momentum());
             case Optimizer.AdamW a -> {
@@ -422,7 +558,7 @@ public final class Trainer {
         }
         Checkpoint.State st = new Checkpoint.State(c, o.optimizer() instanceof Optimizer.AdamW ? "adamw" : "sgd", hyper, step,
                 o.seed(), corpus.name(), corpus.sha256(), train, val, Map.of("optimizer", o.optimizer().describe()));
-        return Checkpoint.save(o.out(), st, w, state);
+        return Checkpoint.save(o.out(), st, w, state, o.tokenizer());
     }
 
     Map<String, TensorType> types(String prefix) {
@@ -437,7 +573,8 @@ public final class Trainer {
         return m;
     }
 
-    static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
+    /** A [1, 1] F32 scalar. */
+    public static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
 
     private static List<Tensor> flatten(Value v) {
         List<Tensor> out = new ArrayList<>();

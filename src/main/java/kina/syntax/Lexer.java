@@ -2,9 +2,9 @@ package kina.syntax;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 
 import kina.ir.Pos;
+import kina.ir.Syntax;
 
 /**
  * Splits kina source into tokens (DESIGN §2.1): identifiers {@code [A-Za-z_][A-Za-z0-9_]*},
@@ -26,9 +26,6 @@ public final class Lexer {
         public String describe() { return kind == Kind.EOF ? "end of input" : "'" + text + "'"; }
     }
 
-    public static final Set<String> KEYWORDS = Set.of(
-            "let", "in", "fn", "handle", "with", "reverseMode", "forwardMode", "tensor", "payload",
-            "ones", "zeros", "fill", "true", "false");
 
     private static final String SINGLE = "(){}[]<>,.:=+-*/@";
 
@@ -55,7 +52,7 @@ public final class Lexer {
             Kind kind;
             if (identStart(c)) {
                 while (i < n && identPart(source.charAt(i))) i++;
-                kind = KEYWORDS.contains(source.substring(start, i)) ? Kind.KEYWORD : Kind.IDENT;
+                kind = Syntax.KEYWORDS.contains(source.substring(start, i)) ? Kind.KEYWORD : Kind.IDENT;
             } else if (c >= '0' && c <= '9') {
                 i = digits(source, i);
                 if (i + 1 < n && source.charAt(i) == '.' && isDigit(source.charAt(i + 1))) i = digits(source, i + 1);

@@ -24,6 +24,13 @@ class BenchCommandTest {
         }
     }
 
+    @Test void timesTheDecodeStep() {
+        CliTest.Result r = CliTest.kina("bench", "--decode", "--config", "tiny", "--steps", "3", "--threads", "1", "--warmup-seconds", "0");
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out().strip()).matches("kina bench: config=tiny decode threads=1 steps=3 ms/token min=\\d+\\.\\d{3} median=\\d+\\.\\d{3} "
+                + "max=\\d+\\.\\d{3} tokens/s=\\d+");
+    }
+
     @Test void profilesByInstructionKind() {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup-seconds", "0", "--profile");
         assertThat(r.code()).as(r.err()).isZero();

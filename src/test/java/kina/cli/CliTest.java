@@ -96,6 +96,36 @@ class CliTest {
         assertThat(Files.readString(file)).isEqualTo("keep\n");
     }
 
+    static final String DESTRUCTURED = """
+            let f = fn(x: tensor<F32, [2], @host>, y: tensor<F32, [2], @host>) -> tensor<F32, [2], @host> {
+              let z = x * y in
+              z
+            } in
+            let x = tensor<F32, [2], @host> in
+            let y = tensor<F32, [2], @host> in
+            let (r, g_x, g_y) = handle f(x, y) with reverseMode in
+            let s = g_x * r in
+            g_y
+            """;
+
+    @Test void checkPrintsTheTypeOfADestructuredResult(@TempDir Path dir) throws Exception {
+        Path f = Files.writeString(dir.resolve("d.kina"), DESTRUCTURED);
+        Result r = kina("check", f.toString());
+        assertThat(r.code()).as(r.err()).isZero();
+        assertThat(r.out()).endsWith("=> g_y : tensor<F32, [2], @host>\n");
+    }
+
+    @Test void dotDrawsADestructuringLetAsOneNode(@TempDir Path dir) throws Exception {
+        Path f = Files.writeString(dir.resolve("d.kina"), DESTRUCTURED), dot = dir.resolve("d.dot");
+        Result r = kina("grad", f.toString(), "--dot", dot.toString());
+        assertThat(r.code()).as(r.err()).isZero();
+        String g = Files.readString(dot);
+        assertThat(g.lines().filter(l -> l.contains("[label=\"") && l.contains("f_grad(x, y)")).count()).isEqualTo(1);
+        assertThat(g).contains("\"top/(r, g_x, g_y)\" [label=\"(r, g_x, g_y) = f_grad(x, y)\"]")
+                .contains("\"top/(r, g_x, g_y)\" -> \"top/s\" [label=\"g_x\"]")
+                .contains("\"top/(r, g_x, g_y)\" -> \"top/s\" [label=\"r\"]");
+    }
+
     @Test void gradPrintsAProgramThatChecksOnceTheInternalFormIsAbsent() throws Exception {
         Result r = kina("grad", "examples/storylm0_ad_step.kina");
         assertThat(r.code()).as(r.err()).isZero();

@@ -62,7 +62,7 @@ class TrainCommandTest {
         assertThat(warmup.err().strip()).isEqualTo("error: --warmup must be >= 0 (learning-rate warm-up steps)");
     }
 
-    @Test void badHyperparametersAreOneLineAndExitOneBeforeOutIsCreated(@TempDir Path dir) {
+    @Test void badOptionsAreOneLineAndExitOneBeforeOutIsCreated(@TempDir Path dir) {
         Path out = dir.resolve("run");
         String[][] cases = {
             {"--lr", "-1", "error: --lr -1: the peak learning rate must be a positive finite number"},
@@ -71,7 +71,14 @@ class TrainCommandTest {
             {"--lr", "Infinity", "error: --lr Infinity: the peak learning rate must be a positive finite number"},
             {"--momentum", "1", "error: --momentum 1: must be in [0, 1)"},
             {"--weight-decay", "-1e-2", "error: --weight-decay -1e-2: must be a finite number >= 0"},
-            {"--clip", "NaN", "error: --clip NaN: must be a finite number >= 0 (0: no clipping)"}};
+            {"--clip", "NaN", "error: --clip NaN: must be a finite number >= 0 (0: no clipping)"},
+            {"--micro-batches", "3", "error: --micro-batches 3: must be a power of two (1, 2, 4, …)"},
+            {"--micro-batches", "0", "error: --micro-batches 0: must be a power of two (1, 2, 4, …)"},
+            {"--micro-batches", "2", "error: --batch 1 is not a multiple of --micro-batches 2: a step's batch is cut into micro-batches of batch / micro-batches sequences"},
+            {"--workers", "2", "error: --workers needs --spark MASTER (the workers are Spark tasks)"},
+            // The core's tests run without the kina-spark module on the class path.
+            {"--spark", "local[2]", "error: --spark needs the kina-spark module, which is not built: run bin/build-spark (it downloads "
+                    + "Apache Spark 4.2.0 from Maven Central once, about 220 MB), then run this again"}};
         for (String[] c : cases) {
             String[] opt = c[0].equals("--momentum") ? new String[] {"--optimizer", "sgd"} : new String[0];
             Result r = train(CliTest.concat(new String[] {"--steps", "1", c[0], c[1], "--out", out.toString()}, opt));

@@ -37,7 +37,9 @@ class MatmulTwinTest {
     void fixedShapes() {
         SplittableRandom rng = new SplittableRandom(11);
         int[][] shapes = {{1, 96, 256, 32}, {2, 48, 257, 33}, {1, 128, 64, 172}, {4, 64, 32, 64}, {1, 6, 512, 16}, {1, 7, 1, 17},
-            {1, 9, Matmul.KC + 1, 20}};
+            {1, 9, Matmul.KC + 1, 20},
+            // fewer rows than the tile, B read in place (a decode step): ragged column tails, batches, long K
+            {1, 1, 256, 688}, {1, 1, 688, 256}, {8, 1, 32, 256}, {4, 4, 256, 32}, {2, 3, 7, 33}, {1, 2, 1, 9}, {1, 1, Matmul.KC + 5, 70}};
         for (int threads = 1; threads <= 3; threads++)
             for (int[] s : shapes) check(rng, threads, s[0], s[1], s[2], s[3]);
     }

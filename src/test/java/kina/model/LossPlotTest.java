@@ -28,6 +28,19 @@ class LossPlotTest {
         try (var s = Files.list(tmp)) { assertThat(s).containsExactly(png); }
     }
 
+    /** The step axis ends on a round number: ticks 0, 100, 200, … for 600 steps, not 1, 119, 237, …. */
+    @Test void theStepAxisUsesRoundTicks() {
+        assertThat(LossPlot.tickStep(600)).isEqualTo(100);
+        assertThat(LossPlot.tickStep(2000)).isEqualTo(500);
+        assertThat(LossPlot.tickStep(53)).isEqualTo(10);
+        assertThat(LossPlot.tickStep(3)).isEqualTo(1);
+        for (double hi : new double[] {7, 53, 600, 1234, 2000, 99999}) {
+            double s = LossPlot.tickStep(hi), m = s / Math.pow(10, Math.floor(Math.log10(s)));
+            assertThat(m).as("%s", hi).isIn(1.0, 2.0, 5.0);
+            assertThat(Math.ceil(hi / s)).as("%s", hi).isBetween(1.0, 10.0);
+        }
+    }
+
     @Test void emptyHistoriesStillPlot() throws IOException {
         Path empty = tmp.resolve("empty.png"), one = tmp.resolve("one.png");
         LossPlot.write(empty, List.of(), List.of(), Double.NaN);

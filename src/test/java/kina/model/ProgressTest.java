@@ -33,9 +33,49 @@ class ProgressTest {
             clock.set(2_000_000_000L);
             p.update(550, 1.5, Double.NaN);
             assertThat(p.tokensPerSecond()).isEqualTo(2500.0);
-            assertThat(p.eta().toSeconds()).isEqualTo(18);
+            assertThat(p.eta()).as("one update: no ETA yet").isNull();
+            clock.set(4_000_000_000L);
+            p.update(600, 1.4, Double.NaN);
+            assertThat(p.eta().toSeconds()).isEqualTo(16);
         }
-        assertThat(printed()).isEqualTo("step  550/1000  loss 1.5000  val -  2500 tok/s  eta 0:00:18\n");
+        assertThat(printed()).isEqualTo("step  550/1000  loss 1.5000  val -  2500 tok/s  eta -\n"
+                + "step  600/1000  loss 1.4000  val -  2500 tok/s  eta 0:00:16\n");
+    }
+
+    /** A slow start (the JIT warming up) does not stay in the speed: it is measured over a recent window. */
+    @Test void theSpeedAndEtaComeFromARecentWindowNotTheWarmUp() {
+        try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 1000, 100, 50, out, clock::get)) {
+            steps(p, 1, 200, s -> s <= 40 ? 200_000_000L : 10_000_000L);   // 40 steps of 200 ms, then 10 ms a step
+            // 9.6 s so far; a running average would say 48 ms a step (2083 tok/s, eta 38 s)
+            assertThat(p.tokensPerSecond()).isEqualTo(10_000.0, org.assertj.core.data.Offset.offset(1e-6));
+            assertThat(p.eta().toSeconds()).isEqualTo(8);
+        }
+    }
+
+    /** While each window runs faster than the one before (the JIT at work), the ETA is not guessed. */
+    @Test void noEtaWhileTheSpeedIsStillRising() {
+        try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 1000, 100, 10, out, clock::get)) {
+            steps(p, 1, 30, s -> 400_000_000L / s);          // every step faster than the last
+            assertThat(p.eta()).isNull();
+            assertThat(printed().lines().toList().getLast()).endsWith("eta -");
+            steps(p, 31, 300, _ -> 10_000_000L);             // settled at 10 ms a step
+            assertThat(p.eta().toSeconds()).isEqualTo(7);
+        }
+    }
+
+    @Test void theLastStepLeavesNothing() {
+        try (Progress p = new Progress(Progress.Mode.OFF, "train", 0, 10, 100, 1, out, clock::get)) {
+            steps(p, 1, 10, s -> 1_000_000_000L / s);         // still speeding up at the end
+            assertThat(p.eta()).isEqualTo(java.time.Duration.ZERO);
+        }
+    }
+
+    /** Steps from … to of Progress p, step s taking nanos(s). */
+    private void steps(Progress p, int from, int to, java.util.function.LongUnaryOperator nanos) {
+        for (int s = from; s <= to; s++) {
+            clock.addAndGet(nanos.applyAsLong(s));
+            p.update(s, 1, Double.NaN);
+        }
     }
 
     @Test void offPrintsNothing() {

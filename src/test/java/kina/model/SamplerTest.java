@@ -6,27 +6,27 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import kina.check.Checker;
+import java.util.SplittableRandom;
 import kina.eval.Interpreter;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
-import kina.syntax.Parser;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
 
-/** The sampler runs the logits program as a compiled plan: with top-k 1 it follows the interpreter's argmax. */
 class SamplerTest {
-
+    /** The full-window mode: each step reruns the window program, the window sliding by one past seq. */
     @Test void topOneFollowsTheInterpretersArgmaxPastTheWindow() {
         Config c = Config.byName("tiny");
         Map<String, Tensor> w = Trainer.init(c, 7);
         int[] prompt = {'T', 'h', 'e', ' '};
         int n = c.seq() + 6;                                   // past one window: the text slides
         List<Integer> got = new ArrayList<>();
-        new Sampler(c, w).generate(prompt, n, 1.0, 1, 3, got::add);
+        new Sampler(c, w, Sampler.Mode.FULL_WINDOW).generate(prompt, n, 1.0, 1, 3, got::add);
 
-        Program logits = Checker.check(Parser.parse("<logits>", StoryLm.logits(c)));
+        Program logits = StoryLm.logits(c);
         Tensor[] rope = Trainer.ropeTables(c);
         List<Integer> text = new ArrayList<>();
         for (int b : prompt) text.add(b);
@@ -44,5 +44,42 @@ class SamplerTest {
             text.add(best);
         }
         assertThat(got).isEqualTo(text.subList(prompt.length, text.size()));
+    }
+
+    /** Every position's decode-step logits equal the window program's row for it, bit for bit (GQA included). */
+    @ParameterizedTest
+    @ValueSource(strings = {"tiny", "gqa"})
+    void decodeStepLogitsEqualTheWindowsBitForBit(String name) {
+        Config c = name.equals("gqa") ? new Config("gqa", 256, 64, 4, 2, 24, 2, 40, Config.ROPE_BASE, Config.EPS, false) : Config.byName(name);
+        Map<String, Tensor> w = Trainer.init(c, 11);
+        SplittableRandom r = new SplittableRandom(5);
+        int t = c.seq(), v = c.vocab();
+        int[] text = new int[t];
+        for (int i = 0; i < t; i++) text[i] = r.nextInt(v);
+        Sampler kv = new Sampler(c, w), full = new Sampler(c, w, Sampler.Mode.FULL_WINDOW);
+        double[] window = full.prefill(text, 0, t).floats();
+        kv.prefill(text, 0, 1);                               // the first token only
+        for (int p = 1; p < t; p++) {
+            double[] got = kv.decode(text[p], p);
+            for (int j = 0; j < v; j++)
+                assertThat(Double.doubleToRawLongBits(got[j])).as("position %d, logit %d: %s vs %s", p, j, got[j], window[p * v + j])
+                        .isEqualTo(Double.doubleToRawLongBits(window[p * v + j]));
+        }
+    }
+
+    /** Within the window both modes draw the same tokens; past it the cache slides and still generates. */
+    @Test void theCacheSamplesWhatTheWindowSamples() {
+        Config c = Config.byName("tiny");
+        Map<String, Tensor> w = Trainer.init(c, 3);
+        int[] prompt = {'A', ' '};
+        List<Integer> a = new ArrayList<>(), b = new ArrayList<>();
+        Sampler kv = new Sampler(c, w);
+        kv.generate(prompt, c.seq() - prompt.length, 0.9, 20, 42, a::add);
+        new Sampler(c, w, Sampler.Mode.FULL_WINDOW).generate(prompt, c.seq() - prompt.length, 0.9, 20, 42, b::add);
+        assertThat(a).isEqualTo(b);
+        List<Integer> past = new ArrayList<>();
+        int[] all = kv.generate(prompt, 2 * c.seq() + 5, 0.9, 20, 42, past::add);   // a new generation prefills afresh
+        assertThat(past).hasSize(2 * c.seq() + 5).startsWith(a.toArray(Integer[]::new));
+        assertThat(all).hasSize(prompt.length + 2 * c.seq() + 5);
     }
 }

@@ -30,7 +30,7 @@ class TrainerEngineTest {
                 (w + x, w * x)
                 """;
         for (Trainer.Engine e : Trainer.Engine.values()) {
-            Trainer.Runner r = e.compile(Trainer.compile("<carry>", src));
+            Trainer.Runner r = e.compile(Trainer.compile(kina.check.Checker.check(kina.syntax.Parser.parse("<carry>", src))));
             r.carry(java.util.Map.of("w", 1));
             kina.eval.Tensor two = kina.eval.Tensor.of(kina.ir.DType.F32, new long[] {2}, 1, 2);
             r.set("w", two);

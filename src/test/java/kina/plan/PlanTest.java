@@ -165,8 +165,7 @@ class PlanTest {
 
     static Program trainStep(String config) {
         Config c = Config.byName(config);
-        String src = c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, 2, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
-        return transformed("<" + config + ">", src);
+        return TransformAd.transform(c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, 2, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0)));
     }
 
     @ParameterizedTest

@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import kina.ad.TransformAd;
 import kina.check.Checker;
 import kina.eval.Tensor;
 import kina.ir.Instr;
@@ -69,14 +70,14 @@ class RewritesTest {
     @ValueSource(strings = {"storylm0", "tiny", "small", "medium"})
     void everyModelsTrainStepRewrittenInterpretsToTheOriginalsBits(String config) {
         Config c = Config.byName(config);
-        String src = c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, 1, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
-        sameBits(transformed("<" + config + ">", src), c.vocab(), 1, config);
+        Program checked = c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, 1, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
+        sameBits(TransformAd.transform(checked), c.vocab(), 1, config);
     }
 
     /** How many fusions each rule makes in a StoryLM train step with AdamW, by layer count. */
     private static Map<String, Integer> counts(String config) {
         Config c = Config.byName(config);
-        return Plan.compile(transformed(config, StoryLm.trainStep(c, 2, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0)))).rewrites();
+        return Plan.compile(TransformAd.transform(StoryLm.trainStep(c, 2, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0)))).rewrites();
     }
 
     @Test void theTrainStepsRewritesArePinned() {
@@ -98,7 +99,7 @@ class RewritesTest {
 
     @Test void thePrintedPlanShowsEachFusionByName() {
         Config c = Config.byName("tiny");
-        Plan plan = Plan.compile(transformed("tiny", StoryLm.trainStep(c, 2, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0))));
+        Plan plan = Plan.compile(TransformAd.transform(StoryLm.trainStep(c, 2, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0))));
         String text = Printer.print(plan.program());
         for (String op : List.of("%matmul_t(", "%matmul_shared(", "%attention_backward(", "%elementwise(",
                 "%attention_with_lse(", "%swiglu_sigmoid("))

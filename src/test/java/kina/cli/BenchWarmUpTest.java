@@ -1,4 +1,4 @@
-package kina.model;
+package kina.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

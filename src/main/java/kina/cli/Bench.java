@@ -1,4 +1,4 @@
-package kina.model;
+package kina.cli;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -13,6 +13,10 @@ import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
+import kina.model.Config;
+import kina.model.Optimizer;
+import kina.model.StoryLm;
+import kina.model.Trainer;
 import kina.plan.Plan;
 
 /**
@@ -225,7 +229,7 @@ public final class Bench {
             if (batch < 1) throw new IllegalArgumentException("batch must be >= 1, got " + batch);
             this.c = c;
             this.batch = batch;
-            Program p = Trainer.compile("<storylm " + c.name() + " train step>", StoryLm.trainStep(c, batch, opt));
+            Program p = Trainer.compile(StoryLm.trainStep(c, batch, opt));
             step = engine.compile(p);
             plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
             step.carry(Trainer.carried(c, opt));          // weights and moments, as training carries them
@@ -265,7 +269,7 @@ public final class Bench {
      */
     static Result runToy(Config c, int steps, int threads, Trainer.Engine engine, Profile profile) {
         Parallel.setThreads(threads);
-        Program p = Trainer.compile("<storylm0 train step>", StoryLm.toyTrainStep(c));
+        Program p = Trainer.compile(StoryLm.toyTrainStep(c));
         Trainer.Runner step = engine.compile(p);
         Plan plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
         int v = c.vocab(), d = c.dModel(), t = c.seq();
@@ -311,6 +315,44 @@ public final class Bench {
     }
 
     /**
+     * Times {@code steps} KV-cache decode steps of {@code c} (initial weights; random tokens at
+     * positions cycling through the window) after the warm-up of {@link #run}, or with
+     * {@code fullWindow} the window program a token costs without the cache: one line, {@code kina
+     * bench: config=… decode threads=… steps=… ms/token min=… median=… max=… tokens/s=…} (the median's).
+     */
+    public static String decode(Config c, int steps, int threads, long warmupNanos, boolean fullWindow) {
+        if (steps < 1) throw new kina.ir.KinaException(null, "--steps must be >= 1");
+        if (c.toy()) throw new kina.ir.KinaException(null, "--decode: the toy config has no decode step (no norms, no RoPE)");
+        Parallel.setThreads(threads);
+        kina.model.Sampler s = new kina.model.Sampler(c, Trainer.init(c, 1),
+                fullWindow ? kina.model.Sampler.Mode.FULL_WINDOW : kina.model.Sampler.Mode.KV_CACHE);
+        SplittableRandom rng = new SplittableRandom(42);
+        int[] text = new int[c.seq()];
+        for (int i = 0; i < text.length; i++) text[i] = rng.nextInt(c.vocab());
+        s.prefill(text, 0, 1);
+        double[] ms = new double[steps];
+        long warmFrom = System.nanoTime(), lastJit = warmFrom;
+        int warm = -1;
+        warmupNanos = Math.max(0, warmupNanos);
+        for (int i = 0; warm < 0 || i < warm + steps; i++) {
+            long now = System.nanoTime();
+            if (warm < 0 && warmUpOver(i, now - warmFrom, now - lastJit, warmupNanos, jitKnown())) warm = i;
+            int id = rng.nextInt(c.vocab()), pos = 1 + i % (c.seq() - 1);
+            long c0 = jitMillis(), t0 = System.nanoTime();
+            if (fullWindow) s.prefill(text, 0, pos + 1);
+            else s.decode(id, pos);
+            long t1 = System.nanoTime();
+            if (warm < 0 && jitMillis() > c0) lastJit = t1;
+            if (warm >= 0) ms[i - warm] = (t1 - t0) / 1e6;
+        }
+        double[] sorted = ms.clone();
+        Arrays.sort(sorted);
+        double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
+        return String.format(Locale.ROOT, "kina bench: config=%s decode%s threads=%d steps=%d ms/token min=%.3f median=%.3f max=%.3f tokens/s=%.0f",
+                c.name(), fullWindow ? "=full-window" : "", threads, steps, sorted[0], median, sorted[steps - 1], 1000 / median);
+    }
+
+    /**
      * transform_ad and planning time against program size: medium-like train steps (d 256, 8 heads,
      * seq 256, SwiGLU 688, batch 8, AdamW) of 1 to 32 layers; best of 5 runs each. One line per size.
      */
@@ -318,8 +360,7 @@ public final class Bench {
         List<String> out = new ArrayList<>();
         for (int layers : new int[] {1, 2, 4, 8, 16, 32}) {
             Config c = new Config("medium-" + layers, 256, 256, 8, 8, 256, layers, 688, Config.ROPE_BASE, Config.EPS, false);
-            String src = StoryLm.trainStep(c, 8, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
-            kina.ir.Program checked = kina.check.Checker.check(kina.syntax.Parser.parse("<scaling>", src));
+            kina.ir.Program checked = StoryLm.trainStep(c, 8, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0));
             long bestAd = Long.MAX_VALUE, bestPlan = Long.MAX_VALUE;
             int forward = 0, total = 0;
             for (int r = 0; r < 5; r++) {
