@@ -8,7 +8,7 @@ import kina.kernels.Parallel;
 
 /**
  * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ), and the helpers the
- * attention kernels share with them ({@link #transposeKeys}, {@link #dots4}, {@link #pkPair}, {@link #pqRows}): the same bits as
+ * attention kernels share with them ({@link #transposeKeys}, {@link #dots4}, {@link #pkRow}, {@link #pqRows}): the same bits as
  * Kernels.attentionProduct. Every output is one fma chain from −0.0 over the attended pairs in the
  * instruction's order; lanes run across independent outputs (keys for QK, features e for PK and
  * PQ), and a lanewise fma is Math.fma per lane, so the chains are the oracle's. Pairs that are not
@@ -212,7 +212,7 @@ final class AttentionProducts {
             int t = 0;
             for (; t + 1 < rows; t += 2)
                 pkPair(s, sBase + t * l, sBase + (t + 1) * l, lo(g, t), g.hi(t), lo(g, t + 1), g.hi(t + 1),
-                        xp, l, blocks, x, xBase, xStride, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride, false);
+                        xp, l, blocks, x, xBase, xStride, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride);
             if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), x, xBase, xStride, hd, 0, y, yBase + t * yStride, false);
         });
     }
@@ -231,11 +231,10 @@ final class AttentionProducts {
 
     /**
      * Two rows of {@link #pkRow} in one pass over x where their key ranges meet: eight chains side
-     * by side (A's alone, B's alone, both, then A's and B's tails), each in increasing j; with
-     * {@code cont} every chain continues from y instead of starting at −0.0.
+     * by side (A's alone, B's alone, both, then A's and B's tails), each in increasing j.
      */
     static void pkPair(float[] s, int sA, int sB, int loA, int hiA, int loB, int hiB, float[] xp, int l, int blocks,
-                       float[] x, int xBase, int xStride, int hd, float[] y, int yA, int yB, boolean cont) {
+                       float[] x, int xBase, int xStride, int hd, float[] y, int yA, int yB) {
         int e = 0;
         int top = Math.max(loA, loB), bot = Math.min(hiA, hiB);
         if (loA <= hiA && loB <= hiB && top <= bot) {
@@ -243,12 +242,6 @@ final class AttentionProducts {
             for (int eb = 0; eb < blocks; eb++, e += EB) {
                 int xb = eb * l * EB;
                 FloatVector a0 = z, a1 = z, a2 = z, a3 = z, b0 = z, b1 = z, b2 = z, b3 = z;
-                if (cont) {
-                    a0 = FloatVector.fromArray(FS, y, yA + e); a1 = FloatVector.fromArray(FS, y, yA + e + LANES);
-                    a2 = FloatVector.fromArray(FS, y, yA + e + 2 * LANES); a3 = FloatVector.fromArray(FS, y, yA + e + 3 * LANES);
-                    b0 = FloatVector.fromArray(FS, y, yB + e); b1 = FloatVector.fromArray(FS, y, yB + e + LANES);
-                    b2 = FloatVector.fromArray(FS, y, yB + e + 2 * LANES); b3 = FloatVector.fromArray(FS, y, yB + e + 3 * LANES);
-                }
                 for (int j = loA; j < top; j++) {
                     int xj = xb + j * EB;
                     FloatVector w = FloatVector.broadcast(FS, s[sA + j]);
@@ -297,8 +290,8 @@ final class AttentionProducts {
             }
         }
         if (e < hd) {
-            pkRow(s, sA, loA, hiA, x, xBase, xStride, hd, e, y, yA, cont);
-            pkRow(s, sB, loB, hiB, x, xBase, xStride, hd, e, y, yB, cont);
+            pkRow(s, sA, loA, hiA, x, xBase, xStride, hd, e, y, yA, false);
+            pkRow(s, sB, loB, hiB, x, xBase, xStride, hd, e, y, yB, false);
         }
     }
 
@@ -327,7 +320,7 @@ final class AttentionProducts {
     // ---- PQ: y[j, c, e] = Σ_{h of c} Σ_{t attending j} s[h, t, j]·x[t, h, e] ----------------------
 
     /** Keys per tile of {@link #pq} (rows of sgemm's register tile) and features per tile (two vectors). */
-    private static final int PQ_KEYS = kina.kernels.Matmul.Tile.ROWS, PQ_FEATS = kina.kernels.Matmul.Tile.COLS;
+    static final int PQ_KEYS = kina.kernels.Matmul.Tile.ROWS, PQ_FEATS = kina.kernels.Matmul.Tile.COLS;
 
     /**
      * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
@@ -365,30 +358,34 @@ final class AttentionProducts {
      * One head's PQ chains over rows [t0, t1): key j &lt; keys (s's rows ls apart) takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
      * in increasing t, continuing the chains in y (key j's row at yBase + j·yStride); s at s[col + t·ls + j]; x's rows t0 … t1 − 1 copied in xp as [panel][t1 − t0][PQ_FEATS],
      * then [t1 − t0][tail]. Per tile of PQ_KEYS keys the rows all of them attend run on sgemm's
-     * micro-kernel, the others as single-key chains before and after.
+     * micro-kernel (a last tile of four keys on {@link #pq4}), the others as single-key chains before and after.
      */
     static void pqRows(float[] s, int ls, int keys, int col, float[] xp, int t0, int t1, int[] tLo, int[] tHi, int hd,
                        float[] y, int yBase, int yStride) {
         int l = keys, r = t1 - t0, panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS, w = hd - e0;
         for (int p = 0; p < panels; p++) {                 // a panel of x (rows × PQ_FEATS) stays in L1 over all keys
             int xo = p * r * PQ_FEATS - t0 * PQ_FEATS, yo = yBase + p * PQ_FEATS;     // row t at xo + t·PQ_FEATS
-            for (int j0 = 0; j0 < l; j0 += PQ_KEYS) {
-                int nk = Math.min(PQ_KEYS, l - j0), top = 0, bot = Integer.MAX_VALUE;
+            for (int j0 = 0; j0 < l; ) {
+                int nk = l - j0 >= PQ_KEYS ? PQ_KEYS : l - j0 >= 4 ? 4 : 1, top = 0, bot = Integer.MAX_VALUE;
                 for (int j = j0; j < j0 + nk; j++) { top = Math.max(top, Math.max(tLo[j], t0)); bot = Math.min(bot, Math.min(tHi[j], t1 - 1)); }
-                if (nk < PQ_KEYS || top > bot) {            // a tile needs every key to attend all of [top, bot]
+                if (nk == 1 || top > bot) {                 // a tile needs every key to attend all of [top, bot]
                     for (int j = j0; j < j0 + nk; j++) {
                         int lo = Math.max(tLo[j], t0), hi = Math.min(tHi[j], t1 - 1);
                         if (lo <= hi) pqChain(s, ls, col, xp, xo, j, lo, hi, y, yo + j * yStride);
                     }
+                    j0 += nk;
                     continue;
                 }
                 for (int j = j0; j < j0 + nk; j++)
                     if (Math.max(tLo[j], t0) < top) pqChain(s, ls, col, xp, xo, j, Math.max(tLo[j], t0), top - 1, y, yo + j * yStride);
-                kina.kernels.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                if (nk == PQ_KEYS)
+                    kina.kernels.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                else pq4(s, ls, col, xp, xo, j0, top, bot, y, yo + j0 * yStride, yStride);
                 for (int j = j0; j < j0 + nk; j++) {
                     int hi = Math.min(tHi[j], t1 - 1);
                     if (bot < hi) pqChain(s, ls, col, xp, xo, j, bot + 1, hi, y, yo + j * yStride);
                 }
+                j0 += nk;
             }
         }
         if (w > 0)
@@ -412,6 +409,34 @@ final class AttentionProducts {
         }
         a0.intoArray(y, yOff);
         a1.intoArray(y, yOff + LANES);
+    }
+
+    /**
+     * Keys j0 … j0 + 3's chains over one panel (as {@link #pqChain} each), rows [lo, hi] that all
+     * four attend, side by side: the four keys a block of keys leaves after its tiles of PQ_KEYS.
+     */
+    static void pq4(float[] s, int ls, int col, float[] xp, int xo, int j0, int lo, int hi, float[] y, int yOff, int yStride) {
+        int o1 = yOff + yStride, o2 = o1 + yStride, o3 = o2 + yStride;
+        FloatVector a0 = FloatVector.fromArray(FS, y, yOff), a1 = FloatVector.fromArray(FS, y, yOff + LANES);
+        FloatVector b0 = FloatVector.fromArray(FS, y, o1), b1 = FloatVector.fromArray(FS, y, o1 + LANES);
+        FloatVector c0 = FloatVector.fromArray(FS, y, o2), c1 = FloatVector.fromArray(FS, y, o2 + LANES);
+        FloatVector d0 = FloatVector.fromArray(FS, y, o3), d1 = FloatVector.fromArray(FS, y, o3 + LANES);
+        for (int t = lo, end = hi + 1; t < end; t++) {
+            int xt = xo + t * PQ_FEATS, st = col + t * ls + j0;
+            FloatVector x0 = FloatVector.fromArray(FS, xp, xt), x1 = FloatVector.fromArray(FS, xp, xt + LANES);
+            FloatVector w = FloatVector.broadcast(FS, s[st]);
+            a0 = w.fma(x0, a0); a1 = w.fma(x1, a1);
+            w = FloatVector.broadcast(FS, s[st + 1]);
+            b0 = w.fma(x0, b0); b1 = w.fma(x1, b1);
+            w = FloatVector.broadcast(FS, s[st + 2]);
+            c0 = w.fma(x0, c0); c1 = w.fma(x1, c1);
+            w = FloatVector.broadcast(FS, s[st + 3]);
+            d0 = w.fma(x0, d0); d1 = w.fma(x1, d1);
+        }
+        a0.intoArray(y, yOff); a1.intoArray(y, yOff + LANES);
+        b0.intoArray(y, o1); b1.intoArray(y, o1 + LANES);
+        c0.intoArray(y, o2); c1.intoArray(y, o2 + LANES);
+        d0.intoArray(y, o3); d1.intoArray(y, o3 + LANES);
     }
 
     /**

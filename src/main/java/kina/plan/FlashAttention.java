@@ -19,17 +19,18 @@ import kina.kernels.Parallel;
  * only (keys for the dot products and the exps, features for the products with v, k, q and g), so
  * masked pairs are never computed and the order of one value's terms never changes.
  *
- * <p>The products are AttentionProducts' kernels: {@link AttentionProducts#dots4} for the scores
- * and dp, {@link AttentionProducts#pkPair} continuing each row's chains over a block (the output
- * and dq), {@link AttentionProducts#pqRows} (sgemm's micro-kernel) continuing each key's chains over
- * a tile of rows (dk and dv).
+ * <p>The products: {@link AttentionProducts#dots4} for the scores and dp, {@link #pk4} continuing
+ * four rows' chains over a block (the output and dq), {@link AttentionProducts#pqRows} (sgemm's
+ * micro-kernel) continuing each key's chains over a tile of rows (dk and dv).
  */
 final class FlashAttention {
     private FlashAttention() {}
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final int LANES = FS.length();
-    private static final int KB = AttentionProducts.KB, EB = AttentionProducts.EB, RB = PlanKernels.RB;
+    private static final int KB = AttentionProducts.KB, RB = PlanKernels.RB;
+    /** Features per panel of {@link #pk4} (AttentionProducts.packRows' panels): two vectors. */
+    private static final int PF = AttentionProducts.PQ_FEATS;
     /** Keys per block (the reference's). */
     static final int B = AttnOpts.KEY_BLOCK;
     /** A tile row's stride: one key block and whole vectors from any start in it, an odd number of vectors. */
@@ -54,18 +55,18 @@ final class FlashAttention {
      */
     static void forward(PlanKernels.Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] lse) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int kStride = kv * hd, qStride = h * hd, blocks = hd / EB;
+        int kStride = kv * hd, qStride = h * hd;
         long cost = (long) g.batch() * h * rows * Math.min(l, g.start() + rows) * hd * (y == null ? 1 : 2);
         Parallel.forEach(g.batch() * h, cost, bh -> {
             int bt = bh / h, hh = bh % h, kBase = bt * l * kStride + (hh / grp) * hd, qBase = bt * rows * qStride + hh * hd;
             Scratch sc = Scratch.get();
             float[] kt = sc.flash[0] = Scratch.atLeast(sc.flash[0], (l + KB - 1) / KB * KB * hd);
-            float[] vp = sc.flash[1] = Scratch.atLeast(sc.flash[1], y == null ? 0 : blocks * l * EB);
+            float[] vp = sc.flash[1] = Scratch.atLeast(sc.flash[1], y == null ? 0 : l * hd);
             float[] p = sc.flash[2] = Scratch.atLeast(sc.flash[2], RB * PS);
             float[] m = sc.flashM, z = sc.flashZ;
             boolean[] started = sc.flashStarted;
             AttentionProducts.transposeKeys(ka, kBase, kStride, l, hd, kt);
-            if (y != null) AttentionProducts.headBlocks(va, kBase, kStride, l, EB, blocks, vp);
+            if (y != null) AttentionProducts.packRows(va, kBase, kStride, l, hd, vp);
             boolean hasSink = sinks != null;
             float sink = hasSink ? sinks[hh] : 0f;
             for (int r0 = 0; r0 < rows; r0 += QB) {
@@ -134,12 +135,86 @@ final class FlashAttention {
                 zs[i] = zi;
             }
         for (int i = 0; i < nr; i++) if (los[i] <= his[i]) z[i0 + i] = zs[i];
-        if (y == null) return;
-        int blocks = hd / EB, i = 0, yOff = qBase + (r0 + i0) * qStride;
-        for (; i + 1 < nr; i += 2)
-            AttentionProducts.pkPair(p, i * PS - b0, (i + 1) * PS - b0, los[i], his[i], los[i + 1], his[i + 1], vp, l, blocks,
-                    va, kBase, kStride, hd, y, yOff + i * qStride, yOff + (i + 1) * qStride, true);
-        if (i < nr) AttentionProducts.pkRow(p, i * PS - b0, los[i], his[i], va, kBase, kStride, hd, 0, y, yOff + i * qStride, true);
+        if (y != null) rowProducts(p, -b0, nr, los, his, vp, l, va, kBase, kStride, hd, y, qBase + (r0 + i0) * qStride, qStride);
+    }
+
+    /**
+     * Continues the chains y[yOff + i·yStride + e] over row i's keys [los[i], his[i]] of
+     * s[sOff + i·PS + j]·x[j, e], nr ≤ 4 rows (the output of the forward, dq of the backward): four
+     * rows on {@link #pk4} when they start at one key and end in order (a block all of them attend,
+     * or the causal diagonal), else each row alone (AttentionProducts.pkRow, over x in place).
+     */
+    private static void rowProducts(float[] s, int sOff, int nr, int[] los, int[] his, float[] xp, int l, float[] x,
+                                    int xBase, int xStride, int hd, float[] y, int yOff, int yStride) {
+        boolean four = nr == RB;
+        for (int i = 0; i < nr && four; i++) four = los[i] == los[0] && los[i] <= his[i] && (i == 0 || his[i - 1] <= his[i]);
+        if (four) {
+            pk4(s, sOff, los[0], his, xp, l, x, xBase, xStride, hd, y, yOff, yStride);
+            return;
+        }
+        for (int i = 0; i < nr; i++)
+            AttentionProducts.pkRow(s, sOff + i * PS, los[i], his[i], x, xBase, xStride, hd, 0, y, yOff + i * yStride, true);
+    }
+
+    /**
+     * Four rows' chains continued over keys lo … hi[i] (hi nondecreasing), in increasing j: per panel
+     * of x (AttentionProducts.packRows: [panel][l][PQ_FEATS], two vectors), eight accumulators, the
+     * keys all four rows attend, then those only the last three, two, one attend; features past the
+     * last panel each row alone.
+     */
+    private static void pk4(float[] s, int sOff, int lo, int[] hi, float[] xp, int l, float[] x, int xBase, int xStride, int hd,
+                            float[] y, int yOff, int yStride) {
+        int panels = hd / PF, y1 = yOff + yStride, y2 = y1 + yStride, y3 = y2 + yStride;
+        int s0 = sOff, s1 = s0 + PS, s2 = s1 + PS, s3 = s2 + PS;
+        for (int p = 0, e = 0; p < panels; p++, e += PF) {
+            int xb = p * l * PF;
+            FloatVector a0 = FloatVector.fromArray(FS, y, yOff + e), a1 = FloatVector.fromArray(FS, y, yOff + e + LANES);
+            FloatVector b0 = FloatVector.fromArray(FS, y, y1 + e), b1 = FloatVector.fromArray(FS, y, y1 + e + LANES);
+            FloatVector c0 = FloatVector.fromArray(FS, y, y2 + e), c1 = FloatVector.fromArray(FS, y, y2 + e + LANES);
+            FloatVector d0 = FloatVector.fromArray(FS, y, y3 + e), d1 = FloatVector.fromArray(FS, y, y3 + e + LANES);
+            for (int j = lo, end = hi[0] + 1; j < end; j++) {
+                int xj = xb + j * PF;
+                FloatVector v0 = FloatVector.fromArray(FS, xp, xj), v1 = FloatVector.fromArray(FS, xp, xj + LANES);
+                FloatVector w = FloatVector.broadcast(FS, s[s0 + j]);
+                a0 = w.fma(v0, a0); a1 = w.fma(v1, a1);
+                w = FloatVector.broadcast(FS, s[s1 + j]);
+                b0 = w.fma(v0, b0); b1 = w.fma(v1, b1);
+                w = FloatVector.broadcast(FS, s[s2 + j]);
+                c0 = w.fma(v0, c0); c1 = w.fma(v1, c1);
+                w = FloatVector.broadcast(FS, s[s3 + j]);
+                d0 = w.fma(v0, d0); d1 = w.fma(v1, d1);
+            }
+            for (int j = hi[0] + 1, end = hi[1] + 1; j < end; j++) {        // the causal diagonal: rows 1 to 3
+                int xj = xb + j * PF;
+                FloatVector v0 = FloatVector.fromArray(FS, xp, xj), v1 = FloatVector.fromArray(FS, xp, xj + LANES);
+                FloatVector w = FloatVector.broadcast(FS, s[s1 + j]);
+                b0 = w.fma(v0, b0); b1 = w.fma(v1, b1);
+                w = FloatVector.broadcast(FS, s[s2 + j]);
+                c0 = w.fma(v0, c0); c1 = w.fma(v1, c1);
+                w = FloatVector.broadcast(FS, s[s3 + j]);
+                d0 = w.fma(v0, d0); d1 = w.fma(v1, d1);
+            }
+            for (int j = hi[1] + 1, end = hi[2] + 1; j < end; j++) {        // rows 2 and 3
+                int xj = xb + j * PF;
+                FloatVector v0 = FloatVector.fromArray(FS, xp, xj), v1 = FloatVector.fromArray(FS, xp, xj + LANES);
+                FloatVector w = FloatVector.broadcast(FS, s[s2 + j]);
+                c0 = w.fma(v0, c0); c1 = w.fma(v1, c1);
+                w = FloatVector.broadcast(FS, s[s3 + j]);
+                d0 = w.fma(v0, d0); d1 = w.fma(v1, d1);
+            }
+            for (int j = hi[2] + 1, end = hi[3] + 1; j < end; j++) {        // row 3
+                int xj = xb + j * PF;
+                FloatVector w = FloatVector.broadcast(FS, s[s3 + j]);
+                d0 = w.fma(FloatVector.fromArray(FS, xp, xj), d0); d1 = w.fma(FloatVector.fromArray(FS, xp, xj + LANES), d1);
+            }
+            a0.intoArray(y, yOff + e); a1.intoArray(y, yOff + e + LANES);
+            b0.intoArray(y, y1 + e); b1.intoArray(y, y1 + e + LANES);
+            c0.intoArray(y, y2 + e); c1.intoArray(y, y2 + e + LANES);
+            d0.intoArray(y, y3 + e); d1.intoArray(y, y3 + e + LANES);
+        }
+        if (panels * PF < hd)
+            for (int i = 0; i < RB; i++)
+                AttentionProducts.pkRow(s, sOff + i * PS, lo, hi[i], x, xBase, xStride, hd, panels * PF, y, yOff + i * yStride, true);
     }
 
     /**
@@ -185,7 +260,7 @@ final class FlashAttention {
     static void backward(PlanKernels.Attn g, float[] qa, float[] ka, float[] va, float[] ga, float[] lse, float[] dd,
                          float[] dq, float[] dk, float[] dv) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int kStride = kv * hd, qStride = h * hd, blocks = hd / EB;
+        int kStride = kv * hd, qStride = h * hd;
         boolean ds = dq != null || dk != null;
         int[][] kr = AttentionProducts.keyRows(g);                     // the calling thread's: the workers only read it
         int[] tLo = kr[0], tHi = kr[1];
@@ -197,13 +272,13 @@ final class FlashAttention {
             int keysT = (l + KB - 1) / KB * KB * hd;
             float[] kt = f[0] = Scratch.atLeast(f[0], keysT), vt = f[1] = Scratch.atLeast(f[1], ds ? keysT : 0);
             float[] pt = f[2] = Scratch.atLeast(f[2], TR * PS), ut = f[3] = Scratch.atLeast(f[3], ds ? TR * PS : 0);
-            float[] dpt = f[4] = Scratch.atLeast(f[4], ds ? RB * PS : 0), kp = f[5] = Scratch.atLeast(f[5], dq != null ? blocks * l * EB : 0);
+            float[] dpt = f[4] = Scratch.atLeast(f[4], ds ? RB * PS : 0), kp = f[5] = Scratch.atLeast(f[5], dq != null ? l * hd : 0);
             float[] accK = f[6] = Scratch.atLeast(f[6], dk != null ? l * hd : 0), accV = f[7] = Scratch.atLeast(f[7], dv != null ? l * hd : 0);
             float[] xp = f[8] = Scratch.atLeast(f[8], TR * hd);
             int[] bLo = sc.flashKeyLo, bHi = sc.flashKeyHi;
             AttentionProducts.transposeKeys(ka, kBase, kStride, l, hd, kt);
             if (ds) AttentionProducts.transposeKeys(va, kBase, kStride, l, hd, vt);
-            if (dq != null) AttentionProducts.headBlocks(ka, kBase, kStride, l, EB, blocks, kp);
+            if (dq != null) AttentionProducts.packRows(ka, kBase, kStride, l, hd, kp);
             if (dk != null) Arrays.fill(accK, 0, l * hd, -0.0f);
             if (dv != null) Arrays.fill(accV, 0, l * hd, -0.0f);
             if (dq != null)
@@ -279,12 +354,7 @@ final class FlashAttention {
                 }
             }
         }
-        if (dq == null) return;
-        int blocks = hd / EB, i = 0, yOff = qBase + r * qStride;
-        for (; i + 1 < nr; i += 2)
-            AttentionProducts.pkPair(ut, tile + i * PS - b0, tile + (i + 1) * PS - b0, los[i], his[i], los[i + 1], his[i + 1], kp, l, blocks,
-                    ka, kBase, kStride, hd, dq, yOff + i * qStride, yOff + (i + 1) * qStride, true);
-        if (i < nr) AttentionProducts.pkRow(ut, tile + i * PS - b0, los[i], his[i], ka, kBase, kStride, hd, 0, dq, yOff + i * qStride, true);
+        if (dq != null) rowProducts(ut, tile - b0, nr, los, his, kp, l, ka, kBase, kStride, hd, dq, qBase + r * qStride, qStride);
     }
 
     /**

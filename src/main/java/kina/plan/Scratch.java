@@ -23,8 +23,8 @@ final class Scratch {
     final float[] rowM = new float[PlanKernels.ROW_BLOCK], rowS = new float[PlanKernels.ROW_BLOCK];
 
     /**
-     * FlashAttention's head operands and tiles: the forward's [0] kᵀ, [1] v in blocks, [2] a score
-     * tile; the backward's [0] kᵀ, [1] vᵀ, [2] p tile, [3] du tile, [4] dp tile, [5] k in blocks,
+     * FlashAttention's head operands and tiles: the forward's [0] kᵀ, [1] v in panels, [2] a score
+     * tile; the backward's [0] kᵀ, [1] vᵀ, [2] p tile, [3] du tile, [4] dp tile, [5] k in panels,
      * [6] dK's and [7] dV's chains, [8] a tile's rows packed for the dK / dV products.
      */
     final float[][] flash = new float[9][0];
