@@ -229,8 +229,8 @@ public final class Bench {
             Program p = Trainer.compile(StoryLm.trainStep(c, batch, opt));
             step = engine.compile(p);
             plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
-            Trainer.requireMemory(c, batch, opt, step);     // before the first run allocates the arena
             step.carry(Trainer.carried(c, opt));          // weights and moments, as training carries them
+            Trainer.requireMemory(c, batch, opt, step);     // before the first run allocates the arena
             Trainer.init(c, 1).forEach(step::set);
             Trainer.zeroMoments(c, opt).forEach(step::set);
             tables = Trainer.ropeTables(c);

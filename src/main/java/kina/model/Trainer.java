@@ -319,6 +319,9 @@ public final class Trainer {
                 : corpus.validBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
         Step steps = o.microBatches() == 0 ? new WholeStep() : new TreeStep();   // closed with the progress bar
         Runner step = steps.state();
+        // Weights and moments are carried by the step from run to run (in the plan's float buffers,
+        // outside its arena); they come out as Tensors only to validate and to save.
+        step.carry(carried(c, o.optimizer()));
         long arena;
         try {
             arena = requireMemory(c, o.batch(), o.optimizer(), step, eval);   // before the plans allocate their arenas
@@ -347,9 +350,6 @@ public final class Trainer {
         log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, engine %s%s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
                 o.engine().name().toLowerCase(Locale.ROOT), steps.describe());
-        // Weights and moments are carried by the step from run to run (in the plan's float buffers);
-        // they come out as Tensors only to validate and to save.
-        step.carry(carried(c, o.optimizer()));
         w.forEach(step::set);
         state.forEach(step::set);
         List<String> wNames = List.copyOf(w.keySet()), stateNames = List.copyOf(state.keySet());   // the order checkpoints are written in
