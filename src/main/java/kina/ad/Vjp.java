@@ -97,9 +97,13 @@ public final class Vjp {
             }
             // fused row-wise
             case LogSoftmax(var x, var axis) -> {                           // §10 §5
+                TensorType xt = p.type(x);
                 T s = o.exp(y);
-                T total = o.broadcast(o.sum(g, axis, true), p.type(x).shape());
-                yield flow(o.sub(g, o.mul(total, s)));
+                T total = o.broadcast(o.sum(g, axis, true), xt.shape());
+                // Safe log_softmax: where y is −inf (a masked logit, every one of a fully masked
+                // row) no change of x moves y, so its cotangent is exactly 0, as softmax's is.
+                T live = o.greater(y, o.fill(xt, Double.NEGATIVE_INFINITY));
+                yield flow(o.select(live, o.sub(g, o.mul(total, s)), o.fill(xt, 0.0)));
             }
             case Softmax(var x, var axis) -> {                              // y ⊙ (g − Σ g⊙y)
                 T dot = o.broadcast(o.sum(o.mul(g, y), axis, true), p.type(x).shape());

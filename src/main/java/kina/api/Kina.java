@@ -19,6 +19,7 @@ import kina.eval.Value;
 import kina.ir.Block;
 import kina.ir.Instr;
 import kina.ir.KinaException;
+import kina.ir.Limits;
 import kina.ir.Let;
 import kina.ir.Pos;
 import kina.ir.Printer;
@@ -70,27 +71,43 @@ public final class Kina {
     /** Reads and parses a UTF-8 .kina file. @throws KinaException as {@link #readSource}, or a SyntaxError */
     public static Kina load(Path file) { return parse(file.toString(), readSource(file)); }
 
-    /** The largest .kina file read, in bytes. */
-    public static final long MAX_SOURCE_BYTES = 64L << 20;
-
     /**
      * The text of a .kina file. @throws KinaException, one line naming the file, for a directory, a
-     * missing or unreadable file, one over {@link #MAX_SOURCE_BYTES}, or bytes that are not UTF-8
+     * missing or unreadable file, one over the size cap ({@link Limits}), or bytes that are not UTF-8
+     * ({@link #decode})
      */
     public static String readSource(Path file) {
         try {
             if (Files.isDirectory(file)) throw new KinaException(null, file + ": is a directory, not a .kina file");
-            long n = Files.size(file);
-            if (n > MAX_SOURCE_BYTES)
-                throw new KinaException(null, file + ": too large (" + n + " bytes; the limit is " + MAX_SOURCE_BYTES + ")");
-            byte[] bytes = Files.readAllBytes(file);
-            return StandardCharsets.UTF_8.newDecoder().decode(java.nio.ByteBuffer.wrap(bytes)).toString();
+            String big = Limits.tooLarge(Files.size(file));
+            if (big != null) throw new KinaException(null, file + ": " + big);
+            return decode(file.toString(), Files.readAllBytes(file));
         } catch (NoSuchFileException e) {
             throw new KinaException(null, file + ": no such file");
-        } catch (CharacterCodingException e) {
-            throw new KinaException(null, file + ": not UTF-8 text");
         } catch (IOException e) {
             throw new KinaException(null, file + ": cannot read (" + e.getMessage() + ")");
+        }
+    }
+
+    /**
+     * {@code bytes} as strict UTF-8 text. @throws KinaException naming the first byte that is not
+     * UTF-8: {@code file: not UTF-8 text (byte 0xFF at line 3, column 7; save the file as UTF-8)}
+     */
+    public static String decode(String file, byte[] bytes) {
+        var decoder = StandardCharsets.UTF_8.newDecoder();
+        java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
+        try {
+            return decoder.decode(in).toString();
+        } catch (CharacterCodingException e) {
+            int at = in.position();
+            int line = 1, col = 1;
+            for (int i = 0; i < at; i++) {
+                if (bytes[i] == '\n') { line++; col = 1; }
+                else if ((bytes[i] & 0xC0) != 0x80) col++;
+            }
+            String what = at < bytes.length ? String.format("byte 0x%02X", bytes[at] & 0xff) : "a character cut short";
+            throw new KinaException(null, file + ": not UTF-8 text (" + what + " at line " + line + ", column " + col
+                    + "; save the file as UTF-8)");
         }
     }
 

@@ -296,7 +296,14 @@ public final class TypeRules {
                     || !(i instanceof Instr.Neg || i instanceof Instr.Sqrt || i instanceof Instr.Add || i instanceof Instr.Sub
                          || i instanceof Instr.Mul || i instanceof Instr.Div || i instanceof Instr.Maximum || i instanceof Instr.Broadcast
                          || i instanceof Instr.Reshape))
-                throw new Mismatch(op, "the body holds only neg, sqrt, add, sub, mul, div, maximum, broadcast and reshape lets, not " + l.rhs());
+                throw new Mismatch(op, "the body holds only neg, sqrt, add, sub, mul, div, maximum, broadcast and reshape lets, not let "
+                        + l.displayName() + " = " + switch (l.rhs()) {
+                            case Instr i -> i.op();
+                            case Rhs.Fn _ -> "a fn";
+                            case Rhs.Call _ -> "a call";
+                            case Rhs.Handle _ -> "a handle";
+                            case Rhs.Tuple _ -> "a tuple";
+                        });
             env.put(l.var(), single(i, v -> {
                 TensorType t = env.get(v);
                 if (t == null) throw new Mismatch(op, "the body reads " + v + ", which is not its own");

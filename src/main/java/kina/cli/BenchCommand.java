@@ -37,10 +37,12 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        OptionRange.atLeast("--steps", steps, 1, "timed steps");
+        OptionRange.atLeast("--batch", batch, 1, "sequences per step");
+        if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");
+        OptionRange.nonNegative("--warmup-seconds", warmup, OptionRange.typed(spec, "--warmup-seconds"), "warm-up seconds before the timed steps");
         if (seq != null) c = c.withSeq(seq);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
-        if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
-        if (!(warmup >= 0)) throw new kina.ir.KinaException(null, "--warmup-seconds must be >= 0");
         if (fullWindow && !decode) throw new kina.ir.KinaException(null, "--full-window goes with --decode");
         if (decode) {
             java.io.PrintWriter out = spec.commandLine().getOut();

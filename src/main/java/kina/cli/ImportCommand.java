@@ -58,6 +58,9 @@ final class ImportCommand implements Callable<Integer> {
 
     static byte[] read(Path f) {
         try {
+            if (Files.isDirectory(f)) throw new kina.ir.KinaException(null, f + ": is a directory, not a file");
+            String big = kina.ir.Limits.tooLarge(Files.size(f));
+            if (big != null) throw new kina.ir.KinaException(null, f + ": " + big);
             return Files.readAllBytes(f);
         } catch (NoSuchFileException e) {
             throw new kina.ir.KinaException(null, f + ": file not found");

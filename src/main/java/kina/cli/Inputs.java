@@ -52,8 +52,14 @@ final class Inputs {
         throw new KinaException(null, "--input " + name + "=" + path + ": unknown format (use .npy or .json)");
     }
 
-    /** A random tensor of type {@code t}; {@code bound} is the index range for I64 (≥ 1). */
-    static Tensor random(TensorType t, long bound, SplittableRandom rng) {
+    /**
+     * A random tensor of type {@code t} for input {@code name}; {@code bound} is the index range for
+     * I64 (≥ 1). A dtype the host does not run (BF16, F16, F8) is a one-line KinaException.
+     */
+    static Tensor random(String name, TensorType t, long bound, SplittableRandom rng) {
+        if (!t.dtype().hostRunnable())
+            throw new KinaException(null, "--random-inputs: input " + name + " is " + t + ", and the host interpreter runs F32, F64, I64 and I1 only; "
+                    + t.dtype() + " programs type-check, print and plan, but run them on the host written in F32 or F64");
         int n = Math.toIntExact(t.shape().vol());
         if (t.dtype().floating()) {
             double[] d = new double[n];

@@ -35,6 +35,17 @@ public final class Main implements Callable<Integer> {
         boolean debug;
         @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
         boolean help;
+        @CommandLine.Spec(CommandLine.Spec.Target.MIXEE) CommandLine.Model.CommandSpec mixee;
+
+        /** The cap on every file read (a size with an optional K, M, G or T suffix), for this run. */
+        @Option(names = "--max-file-size", paramLabel = "BYTES", description = "Refuse files larger than this (K, M, G or T suffixes; default: 1G).")
+        void maxFileSize(String text) {
+            long n = kina.ir.Limits.parseSize(text);
+            if (n < 1)
+                throw new ParameterException(mixee.commandLine(), "--max-file-size " + text
+                        + ": must be a size of at least 1 byte, e.g. 4G, 512M or 1000000");
+            kina.ir.Limits.maxFileBytes(n);
+        }
     }
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
@@ -75,6 +86,8 @@ public final class Main implements Callable<Integer> {
         } catch (StackOverflowError | OutOfMemoryError e) {
             err.println("error: " + e.getClass().getSimpleName() + " (the program is too large or too deep for this JVM)");
             return 1;
+        } finally {
+            kina.ir.Limits.reset();                       // --max-file-size holds for one command line
         }
     }
 

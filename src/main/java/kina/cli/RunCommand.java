@@ -43,6 +43,8 @@ final class RunCommand implements Callable<Integer> {
     boolean oracle;
     @Option(names = "--cotangent-inputs", description = "Seed each handle of fn f with an input f_seed (give it with --input f_seed=FILE) instead of ones.")
     boolean cotangentInputs;
+    @Option(names = "--detect-anomaly", description = "Stop at the first let (forward or backward) whose output holds a NaN or an Inf, naming it and its op.")
+    boolean detectAnomaly;
     @Option(names = "--full", description = "Print every element of large tensors.")
     boolean full;
     @Mixin Main.Common common;
@@ -94,9 +96,9 @@ final class RunCommand implements Callable<Integer> {
             String name = e.getKey();
             given.put(name, inputs.containsKey(name)
                     ? Inputs.load(name, inputs.get(name), e.getValue())
-                    : Inputs.random(e.getValue(), bounds.getOrDefault(name, 2L), rng));
+                    : Inputs.random(name, e.getValue(), bounds.getOrDefault(name, 2L), rng));
         }
-        Interpreter in = new Interpreter(given, new Oracle());
+        Interpreter in = new Interpreter(given, new Oracle()).detectAnomaly(detectAnomaly);
         Value result = in.run(prog);
         if (entry != null && result instanceof Value.Closure c) {
             List<Value> args = new ArrayList<>();

@@ -28,15 +28,18 @@ final class SampleCommand implements Callable<Integer> {
     @Option(names = "--full-window", description = "Rerun the whole window for every token instead of decoding against the KV cache (the same tokens within the window; slower).")
     boolean fullWindow;
     @Mixin Main.Common common;
+    @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        if (!(temperature > 0)) throw new kina.ir.KinaException(null, "--temperature must be > 0, got " + temperature);
-        if (tokens < 0) throw new kina.ir.KinaException(null, "--tokens must be >= 0, got " + tokens);
+        OptionRange.positive("--temperature", temperature, OptionRange.typed(spec, "--temperature"), "the softmax temperature");
+        OptionRange.atLeast("--tokens", tokens, 0, "tokens to generate");
+        OptionRange.atLeast("--top-k", topK, 0, "the k most likely tokens; 0: all");
+        if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
-        if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
         Parallel.setThreads(th);
         Checkpoint.Loaded ck = Checkpoint.load(checkpoint);
         var c = ck.state().config();
+        OptionRange.within("--top-k", topK, 0, c.vocab(), "the k most likely tokens of the checkpoint's " + c.vocab() + "; 0: all");
         java.util.Map<String, kina.ir.TensorType> want = new java.util.LinkedHashMap<>();
         for (StoryLm.Weight w : StoryLm.weights(c)) want.put(w.name(), kina.ir.TensorType.host(kina.ir.DType.F32, w.shape()));
         ck.requireWeights(want);

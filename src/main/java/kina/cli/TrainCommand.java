@@ -53,6 +53,8 @@ final class TrainCommand implements Callable<Integer> {
     Integer workers;
     @Option(names = "--tokenizer", paramLabel = "byte|bpe", description = "byte: one token per UTF-8 byte; bpe: a byte-level BPE trained on the training text, stored in the checkpoint (default: byte; with --resume, the checkpoint's).") String tokenizer;
     @Option(names = "--vocab", paramLabel = "N", description = "The BPE's vocabulary size, at least 260 (default: ${DEFAULT-VALUE}); the config's vocab becomes N.", defaultValue = "1024") int vocab;
+    @Option(names = "--detect-anomaly", description = "Check the weights and moments for NaN and Inf after every step (not only before a checkpoint); stop at the first step that makes one.")
+    boolean detectAnomaly;
     @Mixin Main.Common common;
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
@@ -61,12 +63,6 @@ final class TrainCommand implements Callable<Integer> {
         return java.util.ServiceLoader.load(GradientWorkers.Provider.class).findFirst().orElseThrow(() -> new kina.ir.KinaException(null,
                 "--spark needs the kina-spark module, which is not built: run bin/build-spark (it downloads Apache Spark 4.2.0 "
                         + "from Maven Central once, about 220 MB), then run this again"));
-    }
-
-    /** The text the user gave for an option (as typed, not as parsed). */
-    private String given(String option) {
-        var m = spec.commandLine().getParseResult().matchedOption(option);
-        return m == null ? "(default)" : String.join(",", m.stringValues());
     }
 
     @Override public Integer call() {
@@ -84,11 +80,16 @@ final class TrainCommand implements Callable<Integer> {
         if (ck != null && (tokenizer != null && !tokenizer.equals(ck.tokenizer().kind()) || vocabGiven && vocab != ck.tokenizer().vocab()))
             throw new kina.ir.KinaException(null, "--resume " + resume + ": the checkpoint has a " + ck.tokenizer().kind() + " tokenizer of "
                     + ck.tokenizer().vocab() + " ids; leave --tokenizer and --vocab out to keep it");
-        if ("bpe".equals(tokenizer) && ck == null && vocab < kina.model.BpeTokenizer.FIRST_PIECE + 1)
-            throw new kina.ir.KinaException(null, "--vocab " + vocab + ": a byte-level BPE needs at least " + (kina.model.BpeTokenizer.FIRST_PIECE + 1)
-                    + " ids (3 specials, 256 bytes, the space)");
-        if (steps < 1 || batch < 1 || evalEvery < 1 || evalBatches < 1 || checkpointEvery < 1)
-            throw new kina.ir.KinaException(null, "--steps, --batch, --eval-every, --eval-batches and --checkpoint-every must be >= 1");
+        if ("bpe".equals(tokenizer) && ck == null)
+            OptionRange.within("--vocab", vocab, kina.model.BpeTokenizer.FIRST_PIECE + 1, 1 << 20,
+                    "a byte-level BPE's ids: 3 specials, 256 bytes and the space, then its pieces");
+        OptionRange.atLeast("--steps", steps, 1, "optimizer steps");
+        OptionRange.atLeast("--batch", batch, 1, "sequences per step");
+        OptionRange.atLeast("--eval-every", evalEvery, 1, "steps between validations");
+        OptionRange.atLeast("--eval-batches", evalBatches, 1, "validation batches");
+        OptionRange.atLeast("--checkpoint-every", checkpointEvery, 1, "steps between checkpoints");
+        if (warmup != null) OptionRange.atLeast("--warmup", warmup, 0, "learning-rate warm-up steps");
+        if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");
         Optimizer opt = switch (optimizer) {
             case "adamw" -> new Optimizer.AdamW(0.9, 0.95, 1e-8, weightDecay, clip);
             case "sgd" -> new Optimizer.Sgd(momentum, clip);
@@ -97,20 +98,14 @@ final class TrainCommand implements Callable<Integer> {
         double peak = lr != null ? lr : opt instanceof Optimizer.AdamW ? 3e-3 : 0.5;
         int wu = warmup != null ? warmup : Math.min(100, steps / 10);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
-        if (th < 1) throw new kina.ir.KinaException(null, "--threads must be >= 1");
-        if (wu < 0) throw new kina.ir.KinaException(null, "--warmup must be >= 0 (learning-rate warm-up steps)");
-        // NaN fails every comparison below, so each check is written as "not in range". The options an
-        // optimizer does not use (--momentum for adamw, --weight-decay for sgd) are not checked.
-        if (!(peak > 0 && peak < Double.POSITIVE_INFINITY))
-            throw new kina.ir.KinaException(null, "--lr " + given("--lr") + ": the peak learning rate must be a positive finite number");
-        if (opt instanceof Optimizer.Sgd && !(momentum >= 0 && momentum < 1))
-            throw new kina.ir.KinaException(null, "--momentum " + given("--momentum") + ": must be in [0, 1)");
-        if (opt instanceof Optimizer.AdamW && !(weightDecay >= 0 && weightDecay < Double.POSITIVE_INFINITY))
-            throw new kina.ir.KinaException(null, "--weight-decay " + given("--weight-decay") + ": must be a finite number >= 0");
-        if (!(clip >= 0 && clip < Double.POSITIVE_INFINITY))
-            throw new kina.ir.KinaException(null, "--clip " + given("--clip") + ": must be a finite number >= 0 (0: no clipping)");
+        // The options an optimizer does not use (--momentum for adamw, --weight-decay for sgd) are not checked.
+        OptionRange.positive("--lr", peak, OptionRange.typed(spec, "--lr"), "the peak learning rate");
+        if (opt instanceof Optimizer.Sgd) OptionRange.halfOpen("--momentum", momentum, OptionRange.typed(spec, "--momentum"), 0, 1, "SGD momentum");
+        if (opt instanceof Optimizer.AdamW) OptionRange.nonNegative("--weight-decay", weightDecay, OptionRange.typed(spec, "--weight-decay"), "AdamW decoupled weight decay");
+        OptionRange.nonNegative("--clip", clip, OptionRange.typed(spec, "--clip"), "the global gradient-norm clip; 0: no clipping");
         if (microBatches != null && microBatches < 1)
             throw new kina.ir.KinaException(null, "--micro-batches " + microBatches + ": must be a power of two (1, 2, 4, …)");
+        if (workers != null) OptionRange.atLeast("--workers", workers, 1, "Spark tasks per step");
         if (spark == null && workers != null) throw new kina.ir.KinaException(null, "--workers needs --spark MASTER (the workers are Spark tasks)");
         int m = microBatches != null ? microBatches : 0;
         GradientWorkers.Factory cluster = null;
@@ -140,7 +135,15 @@ final class TrainCommand implements Callable<Integer> {
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");
         Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
                 checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine), m, cluster, tok);
-        Trainer.Summary s = new Trainer(o, corpus).run(System.out, System.err);
+        Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
+        Trainer.Summary s;
+        try (var _ = Interruption.onSignals(trainer::requestStop)) {
+            s = trainer.run(System.out, System.err);
+        } catch (Trainer.Stopped stopped) {
+            System.out.flush();
+            System.err.println(stopped.getMessage());
+            return 128 + Interruption.number(stopped.why());
+        }
         System.out.println(s.line());
         return 0;
     }

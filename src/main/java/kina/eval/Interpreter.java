@@ -51,6 +51,17 @@ public final class Interpreter {
 
     private final Map<String, Tensor> inputs;
     private final ReverseMode reverseMode;
+    private boolean detectAnomaly;
+
+    /**
+     * With {@code on}, every let's floating outputs are checked for NaN and ±Inf as it runs: the
+     * first let that holds one is an EvalError naming it, its op, forward (a let of the source) or
+     * backward (emitted by transform_ad), the value and its element. Answers this interpreter.
+     */
+    public Interpreter detectAnomaly(boolean on) {
+        detectAnomaly = on;
+        return this;
+    }
 
     /** An interpreter whose Input lets read {@code inputs} by name; reverse mode unavailable. */
     public Interpreter(Map<String, Tensor> inputs) { this(inputs, ReverseMode.UNAVAILABLE); }
@@ -103,6 +114,7 @@ public final class Interpreter {
             try {
                 Value v = eval(let, env, fns);
                 checkType(let, v);
+                if (detectAnomaly) anomaly(let, v);
                 bind(let, v, env);
             } catch (EvalError e) {
                 throw e.at(let);
@@ -191,6 +203,32 @@ public final class Interpreter {
     }
 
     /** The value must have the let's checked type (when filled). */
+    /** The first NaN or ±Inf of {@code v}'s floating tensors, as an EvalError (see {@link #detectAnomaly}). */
+    private static void anomaly(Let let, Value v) {
+        List<Tensor> ts = new java.util.ArrayList<>();
+        if (v instanceof Tensor t) ts.add(t);
+        else if (v instanceof Value.Tuple tup) for (Value e : tup.elems()) if (e instanceof Tensor t) ts.add(t);
+        for (int k = 0; k < ts.size(); k++) {
+            Tensor t = ts.get(k);
+            if (!t.dtype().floating()) continue;
+            for (int i = 0; i < t.size(); i++) {
+                double x = t.get(i);
+                if (Double.isFinite(x)) continue;
+                String op = switch (let.rhs()) {
+                    case Instr ins -> ins.op();
+                    case Rhs.Fn _ -> "fn";
+                    case Rhs.Call c -> "call " + c.fn().name();
+                    case Rhs.Handle _ -> "handle";
+                    case Rhs.Tuple _ -> "tuple";
+                };
+                boolean backward = let.pos() == null || let.pos().equals(kina.ir.Pos.NONE);
+                throw new EvalError("--detect-anomaly: " + op + " (" + (backward ? "backward, emitted by transform_ad" : "forward")
+                        + ") gives " + x + " at element " + i + (ts.size() > 1 ? " of output " + k : "") + " of " + t.type()
+                        + (let.rhs() instanceof Instr.Input ? " (an input holds it)" : " (the first non-finite value; what it read was finite)"));
+            }
+        }
+    }
+
     private static void checkType(Let let, Value v) {
         if (let.type() == null) return;
         Type got = typeOf(v);

@@ -531,7 +531,8 @@ public final class Kernels {
     /**
      * {@code x.softmax(axis)}, per row along the axis: m = max (sequential Math.max from the first
      * element: NaN propagates, +0.0 above −0.0); e_i = r(exp(r(x_i − m))); s = e_0, then
-     * s = r(s + e_i) in increasing i; y_i = r(e_i / s).
+     * s = r(s + e_i) in increasing i; y_i = r(e_i / s). Safe softmax: a row whose every element is
+     * −inf (fully masked) gives y = +0.0, not NaN, so its gradient y ⊙ (g − Σ g⊙y) is 0 too.
      */
     public static Tensor softmax(Tensor x, int axis) {
         requireFloating("softmax", x);
@@ -545,6 +546,10 @@ public final class Kernels {
                 if (c == 0) continue;
                 int base = o * c * inner + i;
                 double m = rowMax(a, base, c, inner);
+                if (m == Double.NEGATIVE_INFINITY) {             // a fully masked row: probabilities +0, not NaN
+                    for (int ci = 0; ci < c; ci++) y[base + ci * inner] = 0.0;
+                    continue;
+                }
                 double sum = expSum(d, a, base, c, inner, m, y);
                 for (int ci = 0; ci < c; ci++) y[base + ci * inner] = round(d, y[base + ci * inner] / sum);
             }
@@ -574,7 +579,8 @@ public final class Kernels {
 
     /**
      * {@code x.log_softmax(axis)}, per row along the axis: m = max (as softmax); s = sequential sum
-     * (from the first) of r(exp(r(x_i − m))); l = r(log(s)); y_i = r(r(x_i − m) − l).
+     * (from the first) of r(exp(r(x_i − m))); l = r(log(s)); y_i = r(r(x_i − m) − l). A row whose
+     * every element is −inf (fully masked) gives y = −inf, not NaN.
      */
     public static Tensor logSoftmax(Tensor x, int axis) {
         requireFloating("log_softmax", x);
@@ -588,6 +594,10 @@ public final class Kernels {
                 if (c == 0) continue;
                 int base = o * c * inner + i;
                 double m = rowMax(a, base, c, inner);
+                if (m == Double.NEGATIVE_INFINITY) {             // a fully masked row: log-probabilities −inf, not NaN
+                    for (int ci = 0; ci < c; ci++) y[base + ci * inner] = Double.NEGATIVE_INFINITY;
+                    continue;
+                }
                 double l = round(d, StrictMath.log(expSum(d, a, base, c, inner, m, null)));
                 for (int ci = 0; ci < c; ci++) y[base + ci * inner] = round(d, round(d, a[base + ci * inner] - m) - l);
             }

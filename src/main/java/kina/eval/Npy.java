@@ -152,6 +152,8 @@ public final class Npy {
 
     private static Header header(Path p, FileChannel ch) throws IOException {
         long size = ch.size();
+        String big = kina.ir.Limits.tooLarge(size);
+        if (big != null) throw new FileFormatError(p, big);
         if (size == 0) throw new FileFormatError(p, "empty file (0 bytes), not an .npy file");
         ByteBuffer pre = ByteBuffer.allocate((int) Math.min(size, 12)).order(ByteOrder.LITTLE_ENDIAN);
         readFully(ch, pre, 0);

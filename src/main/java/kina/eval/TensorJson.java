@@ -120,6 +120,8 @@ public final class TensorJson {
         if (Files.isDirectory(p)) throw new FileFormatError(p, "is a directory, not a JSON file");
         String text;
         try {
+            String big = kina.ir.Limits.tooLarge(Files.size(p));
+            if (big != null) throw new FileFormatError(p, big);
             text = Files.readString(p);
         } catch (NoSuchFileException e) {
             throw new FileFormatError(p, "no such file");

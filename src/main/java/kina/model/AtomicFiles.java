@@ -18,6 +18,22 @@ public final class AtomicFiles {
 
     private AtomicFiles() {}
 
+    /**
+     * Writes one buffer to a temp file's channel. The default writes it all; tests put in one that
+     * fails part way (an I/O error at a chosen byte offset, as a full disk would give).
+     */
+    interface Sink {
+        void write(FileChannel ch, java.nio.ByteBuffer buf) throws IOException;
+
+        /** Forces the written bytes to disk. */
+        default void force(FileChannel ch) throws IOException { ch.force(true); }
+    }
+
+    static final Sink WHOLE = (ch, buf) -> { while (buf.hasRemaining()) ch.write(buf); };
+
+    /** The sink every write goes through: {@link #WHOLE} but in tests. */
+    static volatile Sink sink = WHOLE;
+
     /** Writes {@code bytes} to {@code target} atomically; CheckpointError when the file system refuses. */
     public static void write(Path target, byte[] bytes) {
         Path abs = target.toAbsolutePath();
@@ -28,9 +44,9 @@ public final class AtomicFiles {
             // CREATE_NEW with the default permissions (0666 less the umask), unlike createTempFile's 0600
             tmp = dir.resolve("." + abs.getFileName() + "." + Long.toHexString(RANDOM.nextLong()) + ".tmp");
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.CREATE_NEW)) {
-                java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(bytes);
-                while (buf.hasRemaining()) ch.write(buf);
-                ch.force(true);
+                Sink out = sink;
+                out.write(ch, java.nio.ByteBuffer.wrap(bytes));
+                out.force(ch);
             }
             try {
                 Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);

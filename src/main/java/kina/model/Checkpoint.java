@@ -133,6 +133,8 @@ public final class Checkpoint {
         Path statePath = dir.resolve(STATE_FILE);
         String text;
         try {
+            String big = kina.ir.Limits.tooLarge(Files.size(statePath));
+            if (big != null) throw new CheckpointError(statePath, big);
             text = Files.readString(statePath);
         } catch (NoSuchFileException e) {
             throw new CheckpointError(statePath, "file not found");

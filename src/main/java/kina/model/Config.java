@@ -112,6 +112,8 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         String where = json.toString();
         String text;
         try {
+            String big = kina.ir.Limits.tooLarge(Files.size(json));
+            if (big != null) throw new ConfigError(where, big);
             text = Files.readString(json);
         } catch (NoSuchFileException e) {
             throw new ConfigError(where, "file not found");
@@ -182,8 +184,10 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
     private static int integer(String where, JsonNode node, String key) {
         JsonNode v = node.get(key);
         if (v == null) throw new ConfigError(where, "missing key '" + key + "'");
-        if (!v.isIntegralNumber() || !v.canConvertToInt())
+        if (!v.isIntegralNumber())
             throw new ConfigError(where, key + " must be an integer, got " + v);
+        if (!v.canConvertToInt())
+            throw new ConfigError(where, key + " " + v + " is out of range (at most " + Integer.MAX_VALUE + ")");
         return v.intValue();
     }
 

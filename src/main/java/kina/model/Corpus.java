@@ -63,6 +63,8 @@ public final class Corpus {
         }
         if (Files.isDirectory(file)) throw new DataError(name, "is a directory, not a text file");
         if (size > MAX_BYTES) throw new DataError(name, "too large: " + size + " bytes (the limit is " + MAX_BYTES + ")");
+        String big = kina.ir.Limits.tooLarge(size);
+        if (big != null) throw new DataError(name, big);
         byte[] b;
         try {
             b = Files.readAllBytes(file);

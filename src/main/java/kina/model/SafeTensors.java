@@ -12,7 +12,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Map.Entry;
 import kina.eval.Tensor;
@@ -57,6 +59,8 @@ public final class SafeTensors {
     /** The bytes of {@code file}; CheckpointError (one line) when it is missing, unreadable or too large. */
     static byte[] bytes(Path file) {
         try {
+            String big = kina.ir.Limits.tooLarge(Files.size(file));
+            if (big != null) throw new CheckpointError(file, big);
             return Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             throw new CheckpointError(file, "file not found");
@@ -143,7 +147,24 @@ public final class SafeTensors {
             }
             tensors.put(name, tensor(file, name, v, buf, dataStart, dataLen));
         }
+        requireDisjoint(file, header);
         return new Contents(tensors, meta);
+    }
+
+    /** The tensors' data ranges (checked well formed by {@link #tensor}) may not overlap: each byte belongs to one tensor. */
+    private static void requireDisjoint(Path file, JsonNode header) {
+        record Range(String name, long begin, long end) {}
+        List<Range> rs = new ArrayList<>();
+        for (Entry<String, JsonNode> e : header.properties()) {
+            if (e.getKey().equals("__metadata__")) continue;
+            JsonNode off = e.getValue().get("data_offsets");
+            if (off.get(0).longValue() < off.get(1).longValue()) rs.add(new Range(e.getKey(), off.get(0).longValue(), off.get(1).longValue()));
+        }
+        rs.sort(java.util.Comparator.comparingLong(Range::begin));
+        for (int i = 1; i < rs.size(); i++)
+            if (rs.get(i).begin() < rs.get(i - 1).end())
+                throw new CheckpointError(file, "corrupt header: tensors '" + rs.get(i - 1).name() + "' and '" + rs.get(i).name()
+                        + "' overlap (data bytes " + rs.get(i).begin() + " to " + Math.min(rs.get(i).end(), rs.get(i - 1).end()) + ")");
     }
 
     private static Tensor tensor(Path file, String name, JsonNode v, ByteBuffer buf, int dataStart, long dataLen) {

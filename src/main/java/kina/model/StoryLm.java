@@ -71,8 +71,8 @@ public final class StoryLm {
 
     /**
      * The forward fn, bound by {@code b}: {@code storylm_loss(ids, targets, weights…)} (mean NLL,
-     * [1, 1], or with {@code SUMMED} the summed NLL in nats), {@code storylm_logits(ids, weights…)} ([B·T, V]) or {@code storylm_prefill(ids,
-     * weights…)} (logits and, per layer, the rotated keys and the values [T, KV·hd], batch 1).
+     * [1, 1], or with {@code SUMMED} the summed NLL in nats), {@code storylm_logits(ids,
+     * weights…)} ([B·T, V]) or {@code storylm_prefill(ids, weights…)} (logits and, per layer, the rotated keys and the values [T, KV·hd], batch 1).
      */
     static Var forwardFn(ProgramBuilder b, Config c, int batch, Output what) {
         boolean loss = what == Output.LOSS || what == Output.SUMMED;

@@ -275,6 +275,65 @@ public final class Trainer {
         return TransformAd.transform(checked);
     }
 
+    private volatile String stopRequest;
+    private boolean detectAnomaly;
+
+    /**
+     * With {@code on}, the weights and optimizer moments are checked for NaN and ±Inf after every
+     * step, not only before a checkpoint: the first step that makes one stops the run, naming it.
+     */
+    public Trainer detectAnomaly(boolean on) {
+        detectAnomaly = on;
+        return this;
+    }
+
+    /** The first weight or moment of {@code ts} holding a NaN or ±Inf, as a one-line error of step {@code step}; nothing when all are finite. */
+    private static void requireFinite(long step, Map<String, Tensor> ts, boolean saving) {
+        for (var e : ts.entrySet()) {
+            Tensor t = e.getValue();
+            for (int i = 0; i < t.size(); i++)
+                if (!Double.isFinite(t.get(i)))
+                    throw new kina.ir.KinaException(null, "training diverged at step " + step + ": " + e.getKey() + " holds " + t.get(i)
+                            + " at element " + i + (saving ? "; its checkpoint was not written" : "") + " (lower --lr, or a smaller --clip)");
+        }
+    }
+
+    /**
+     * Asks a running {@link #run} to stop after the step in progress: it checkpoints that step
+     * (when there is an --out) and throws {@link Stopped}. Safe to call from a signal handler's
+     * thread; {@code why} names the cause (e.g. {@code SIGTERM}).
+     */
+    public void requestStop(String why) { stopRequest = why; }
+
+    /**
+     * Training stopped on request after step {@code step} (of {@code steps}); {@code checkpoint} is
+     * where that step was saved, or null without --out. One line, with how to resume.
+     */
+    public static final class Stopped extends kina.ir.KinaException {
+        private final String why;
+        private final long step;
+        private final Path checkpoint;
+
+        Stopped(String why, long step, long steps, Path checkpoint) {
+            super(null, "stopped by " + why + " after step " + step + " of " + steps
+                    + (checkpoint == null ? " (no --out, so nothing was saved)"
+                       : "; checkpoint " + checkpoint + "; resume with: kina train --resume " + checkpoint.getParent()
+                         + " --steps " + steps));
+            this.why = why;
+            this.step = step;
+            this.checkpoint = checkpoint;
+        }
+
+        /** What asked for the stop. */
+        public String why() { return why; }
+
+        /** The last completed step. */
+        public long step() { return step; }
+
+        /** Where that step was saved, or null. */
+        public Path checkpoint() { return checkpoint; }
+    }
+
     /** Trains; prints progress and notes to {@code log}; returns the summary. */
     public Summary run(PrintStream log) {
         return run(log, log);
@@ -379,13 +438,28 @@ public final class Trainer {
                 boolean last = s + 1 == o.steps();
                 boolean evaluate = (s + 1) % o.evalEvery() == 0 || last;
                 boolean checkpoint = o.out() != null && ((s + 1) % o.checkpointEvery() == 0 || last);
-                Map<String, Tensor> now = evaluate || checkpoint ? fetch(step, wNames) : null;
+                Map<String, Tensor> now = evaluate || checkpoint || detectAnomaly ? fetch(step, wNames) : null;
+                if (detectAnomaly) {
+                    requireFinite(s + 1, now, checkpoint);
+                    requireFinite(s + 1, fetch(step, stateNames), checkpoint);
+                }
                 if (evaluate) {
                     lastVal = validate(eval, valid, now);
                     valCurve.add(new double[] {s + 1, lastVal});
                 }
                 bar.update(s + 1, lastLoss, lastVal);
-                if (checkpoint) lastCk = save(s + 1, now, fetch(step, stateNames), trainCurve, valCurve);
+                String stop = stopRequest;
+                if (stop != null && !checkpoint && o.out() != null) {     // the step just completed, saved before stopping
+                    now = fetch(step, wNames);
+                    checkpoint = true;
+                }
+                if (checkpoint) {
+                    Map<String, Tensor> moments = fetch(step, stateNames);
+                    requireFinite(s + 1, now, true);                  // never a checkpoint of non-finite weights
+                    requireFinite(s + 1, moments, true);
+                    lastCk = save(s + 1, now, moments, trainCurve, valCurve);
+                }
+                if (stop != null && !last) throw new Stopped(stop, s + 1, o.steps(), o.out() == null ? null : lastCk);
             }
         }
         Path plot = null;

@@ -144,13 +144,15 @@ final class Graph {
         }
 
         /**
-         * Makes view v (a reshape, or a chain of them, of a value made earlier) bound before let i,
-         * moving its lets there when they come later: a view costs nothing where it is bound.
+         * Makes view v (a reshape, or a chain of them, of a value made earlier, or of a constant)
+         * bound before let i, moving its lets there when they come later: a view costs nothing
+         * where it is bound, and a constant is a slot filled before any step ({@link Graph#madeAt}).
          */
         void hoist(Var v, int i) {
             int d = g.def(v);
-            if (d < i || dropped[d] || !(g.instr(d) instanceof Instr.Reshape(Var x, var _))) return;
-            hoist(x, i);
+            if (d < i || dropped[d]) return;
+            if (g.instr(d) instanceof Instr.Reshape(Var x, var _)) hoist(x, i);
+            else if (!(g.instr(d) instanceof Instr.Constant)) return;
             dropped[d] = true;
             before(i, g.let(d));
         }

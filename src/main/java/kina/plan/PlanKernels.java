@@ -352,6 +352,10 @@ final class PlanKernels {
                 int o = oi / inner, i = oi % inner, base = o * c * inner + i;
                 float m = a[base];
                 for (int ci = 1; ci < c; ci++) m = Math.max(m, a[base + ci * inner]);
+                if (m == Float.NEGATIVE_INFINITY) {                 // fully masked: as Kernels.softmax / logSoftmax
+                    for (int ci = 0; ci < c; ci++) y[base + ci * inner] = log ? Float.NEGATIVE_INFINITY : 0f;
+                    continue;
+                }
                 float sum = 0;
                 for (int ci = 0; ci < c; ci++) {
                     float e = KinaMath.exp(a[base + ci * inner] - m);
@@ -417,7 +421,8 @@ final class PlanKernels {
             foldRows(e, sum, 0, rows, c);
             for (int r = 0; r < rows; r++) {
                 int base = (r0 + r) * c;
-                if (log) logSoftmaxTail(a, base, c, m[r], (float) StrictMath.log(sum[r]), y);
+                if (m[r] == Float.NEGATIVE_INFINITY) java.util.Arrays.fill(y, base, base + c, log ? Float.NEGATIVE_INFINITY : 0f);   // fully masked
+                else if (log) logSoftmaxTail(a, base, c, m[r], (float) StrictMath.log(sum[r]), y);
                 else divideRow(e, r * c, c, sum[r], y, base);
             }
         }

@@ -51,6 +51,14 @@ public final class Parser {
 
     private record Pending(Rhs rhs, Pos pos) implements Operand {}
 
+    /**
+     * The deepest nesting the parser accepts: of parentheses, fn literals, handle and call
+     * arguments and unary minus (the parser's recursion), and of an expression's sub-expressions
+     * (a method chain counts each call), which the checker, transform_ad and the printer walk
+     * recursively. Deeper source is a SyntaxError naming the limit, never a stack overflow.
+     */
+    public static final int MAX_DEPTH = 256;
+
     // ---- state ---------------------------------------------------------------------------------
 
     private final List<Token> toks;
@@ -58,6 +66,8 @@ public final class Parser {
     private int temps;
     private List<Let> out;
     private String owner;
+    private int depth;                                       // the parser's recursion, see MAX_DEPTH
+    private final Map<Var, Integer> nesting = new HashMap<>();   // a temporary → how deep its expression nests
 
     private Parser(List<Token> toks) { this.toks = toks; }
 
@@ -114,10 +124,35 @@ public final class Parser {
             case Name n -> n.var();
             case Pending(Rhs rhs, Pos pos) -> {
                 Var t = new Var("%" + temps++);
+                int d = 1;
+                for (Var v : reads(rhs)) d = Math.max(d, 1 + nesting.getOrDefault(v, 0));
+                if (d > MAX_DEPTH)
+                    throw new SyntaxError(pos, "expression nested more than " + MAX_DEPTH + " levels deep; bind parts of it with let");
+                nesting.put(t, d);
                 out.add(new Let(List.of(t), false, rhs, pos, owner, null));
                 yield t;
             }
         };
+    }
+
+    /** The values an rhs reads (a fn literal's body is a block of its own). */
+    private static List<Var> reads(Rhs rhs) {
+        return switch (rhs) {
+            case Instr ins -> ins.operands();
+            case Rhs.Call c -> c.args();
+            case Rhs.Handle h -> h.reads();
+            case Rhs.Tuple t -> t.elems();
+            case Rhs.Fn _ -> List.of();
+        };
+    }
+
+    /** The instruction of form {@code f} from its arguments; a form that refuses them is a SyntaxError at {@code at}. */
+    private static Instr build(Syntax.Form f, Syntax.Args args, Token at) {
+        try {
+            return f.build().apply(args);
+        } catch (IllegalArgumentException e) {
+            throw new SyntaxError(at.pos(), (f.internal() ? "%" : "") + f.name() + ": " + e.getMessage());
+        }
     }
 
     // ---- expressions ---------------------------------------------------------------------------
@@ -127,9 +162,23 @@ public final class Parser {
         Token t = peek();
         if (t.is("let"))
             throw new SyntaxError(t.pos(), "a let chain can only be a whole program or fn body; bind its lets before this expression");
-        if (t.is("fn")) return fn();
-        if (t.is("handle")) return handle();
-        return sum();
+        enter(t);
+        try {
+            if (t.is("fn")) return fn();
+            if (t.is("handle")) return handle();
+            return sum();
+        } finally {
+            depth--;
+        }
+    }
+
+    /** One level deeper in the parser's recursion; a SyntaxError at {@code t} past {@link #MAX_DEPTH}. */
+    private void enter(Token t) {
+        if (++depth > MAX_DEPTH) {
+            depth = 0;
+            throw new SyntaxError(t.pos(), "source nested more than " + MAX_DEPTH
+                    + " levels deep (parentheses, fn literals, arguments or unary minus); bind parts of it with let");
+        }
     }
 
     private Operand fn() {
@@ -211,8 +260,13 @@ public final class Parser {
 
     private Operand unary() {
         if (peek().is("-")) {
-            Pos pos = next().pos();
-            return new Pending(new Instr.Neg(bind(unary())), pos);
+            Token minus = next();
+            enter(minus);
+            try {
+                return new Pending(new Instr.Neg(bind(unary())), minus.pos());
+            } finally {
+                depth--;
+            }
         }
         return post();
     }
@@ -229,7 +283,7 @@ public final class Parser {
                 throw new SyntaxError(name.pos(), "unknown method '" + name.text() + "'; known methods: "
                         + String.join(", ", Syntax.methodNames()));
             Var receiver = bind(x);
-            x = new Pending(m.build().apply(formArgs(m, receiver)), x.pos());
+            x = new Pending(build(m, formArgs(m, receiver), name), x.pos());
         }
         return x;
     }
@@ -338,7 +392,7 @@ public final class Parser {
                             + String.join(", ", forms) + "); a temporary's name is never written: write the expression itself");
                 }
                 next();
-                return new Pending(f.build().apply(formArgs(f, null)), t.pos());
+                return new Pending(build(f, formArgs(f, null), t), t.pos());
             }
             case KEYWORD -> {
                 if (t.is("tensor")) {

@@ -92,6 +92,6 @@ class BenchCommandTest {
     @Test void aNegativeWarmupIsOneLine() {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--warmup-seconds", "-1");
         assertThat(r.code()).isEqualTo(1);
-        assertThat(r.err().strip()).isEqualTo("error: --warmup-seconds must be >= 0");
+        assertThat(r.err().strip()).isEqualTo("error: --warmup-seconds -1: must be a finite number >= 0 (warm-up seconds before the timed steps)");
     }
 }

@@ -70,25 +70,27 @@ class TrainCommandTest {
     @Test void badThreadsAndWarmupAreOneLineAndExitOne(@TempDir Path dir) {
         Result threads = CliTest.kina("train", "--steps", "1", "--threads", "0", "--out", dir.toString());
         assertThat(threads.code()).isEqualTo(1);
-        assertThat(threads.err().strip()).isEqualTo("error: --threads must be >= 1");
+        assertThat(threads.err().strip()).isEqualTo("error: --threads 0: must be a whole number in 1..4096 (worker threads)");
         Result warmup = train("--steps", "1", "--warmup", "-5", "--out", dir.toString());
         assertThat(warmup.code()).isEqualTo(1);
-        assertThat(warmup.err().strip()).isEqualTo("error: --warmup must be >= 0 (learning-rate warm-up steps)");
+        assertThat(warmup.err().strip()).isEqualTo("error: --warmup -5: must be a whole number >= 0 (learning-rate warm-up steps)");
     }
 
     @Test void badOptionsAreOneLineAndExitOneBeforeOutIsCreated(@TempDir Path dir) {
         Path out = dir.resolve("run");
         String[][] cases = {
-            {"--lr", "-1", "error: --lr -1: the peak learning rate must be a positive finite number"},
-            {"--lr", "0", "error: --lr 0: the peak learning rate must be a positive finite number"},
-            {"--lr", "NaN", "error: --lr NaN: the peak learning rate must be a positive finite number"},
-            {"--lr", "Infinity", "error: --lr Infinity: the peak learning rate must be a positive finite number"},
-            {"--momentum", "1", "error: --momentum 1: must be in [0, 1)"},
-            {"--weight-decay", "-1e-2", "error: --weight-decay -1e-2: must be a finite number >= 0"},
-            {"--clip", "NaN", "error: --clip NaN: must be a finite number >= 0 (0: no clipping)"},
+            {"--lr", "-1", "error: --lr -1: must be a finite number > 0 (the peak learning rate)"},
+            {"--lr", "0", "error: --lr 0: must be a finite number > 0 (the peak learning rate)"},
+            {"--lr", "NaN", "error: --lr NaN: must be a finite number > 0 (the peak learning rate)"},
+            {"--lr", "Infinity", "error: --lr Infinity: must be a finite number > 0 (the peak learning rate)"},
+            {"--momentum", "1", "error: --momentum 1: must be in [0, 1) (SGD momentum)"},
+            {"--weight-decay", "-1e-2", "error: --weight-decay -1e-2: must be a finite number >= 0 (AdamW decoupled weight decay)"},
+            {"--clip", "NaN", "error: --clip NaN: must be a finite number >= 0 (the global gradient-norm clip; 0: no clipping)"},
             {"--micro-batches", "3", "error: --micro-batches 3: must be a power of two (1, 2, 4, …)"},
             {"--micro-batches", "0", "error: --micro-batches 0: must be a power of two (1, 2, 4, …)"},
             {"--micro-batches", "2", "error: --batch 1 is not a multiple of --micro-batches 2: a step's batch is cut into micro-batches of batch / micro-batches sequences"},
+            {"--eval-every", "0", "error: --eval-every 0: must be a whole number >= 1 (steps between validations)"},
+            {"--checkpoint-every", "0", "error: --checkpoint-every 0: must be a whole number >= 1 (steps between checkpoints)"},
             {"--workers", "2", "error: --workers needs --spark MASTER (the workers are Spark tasks)"},
             // The core's tests run without the kina-spark module on the class path.
             {"--spark", "local[2]", "error: --spark needs the kina-spark module, which is not built: run bin/build-spark (it downloads "

@@ -49,6 +49,24 @@ class SharedOperandsTest {
         assertBitsAtOneAndTwoThreads(plan, p, threads -> 5 + threads, "");
     }
 
+    /**
+     * A B that is a constant bound after the first product (an inlined call's fill, found by the
+     * program fuzzer) moves before the shared product with it: constants are slots, so it may.
+     */
+    @Test void aConstantBBoundLaterMovesBeforeTheSharedProduct() {
+        Program p = transformed("shared_fill", """
+                let a = tensor<F32, [2, 3], @host> in
+                let b1 = fill(tensor<F32, [3, 3], @host>, 0.25) in
+                let c1 = a @ b1 in
+                let b2 = fill(tensor<F32, [3, 3], @host>, 0.5) in
+                let c2 = a @ b2 in
+                (c1, c2)
+                """);
+        Plan plan = Plan.compile(p);
+        assertThat(plan.sharedOperandProducts()).isEqualTo(2);
+        assertBitsAtOneAndTwoThreads(plan, p, threads -> 3 + threads, "");
+    }
+
     /** The train step's q/k/v and gate/up products, forward and their weight gradients, share their operand. */
     @Test void theTrainStepSharesItsProjections() {
         Plan plan = Plan.compile(trainStep("tiny"));
