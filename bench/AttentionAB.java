@@ -2,11 +2,13 @@
  * A/B of the plan's attention kernels between builds, as bench/MatmulAB.java does for sgemm: each
  * jar gets its own class loader in one JVM and the calls alternate, so both sides see the same
  * machine load. One causal layer of a StoryLM config (default medium: batch 8, 256 rows and keys,
- * 8 heads of 32); prints per-call median and (best) µs for each kernel and jar.
+ * 8 heads of 32); prints per-call median and (best) µs of the layer's forward and backward for each
+ * jar.
  *
  *   cp target/kina.jar /tmp/old.jar   # before the change; rebuild after it
  *   java --add-modules jdk.incubator.vector bench/AttentionAB.java THREADS SECONDS /tmp/old.jar target/kina.jar
- *   GEOMETRY=8x128x4x32 java ...      (batch x rows x heads x head width)
+ *   GEOMETRY=2x1024x8x32 java ...     (batch x rows x heads x head width)
+ *   CPU=1 java ... 1 SECONDS ...        (1 thread: the calling thread's CPU time instead of wall time)
  */
 import java.lang.reflect.*;
 import java.net.*;
@@ -14,56 +16,64 @@ import java.nio.file.*;
 import java.util.*;
 
 /**
- * A/B of PlanKernels.attention (with and without its output y), qkSoftmaxGrad (with dq),
- * AttentionProducts.qk / pk / pq, and the backward's attention-shaped work (qkSoftmaxGrad with dq,
- * then dK and dV by pq; or, in builds that have it, the one kernel doing all three) per call, jars
- * interleaved.
+ * The attention layer's forward and backward kernels, as the plan runs them in a train step, per
+ * call, jars interleaved. Blockwise builds: FlashAttention.forward (output and lse) and
+ * FlashAttention.backward (dq, dk, dv). Earlier builds: PlanKernels.attention writing P
+ * (attention_with_probs) and AttentionProducts.qkSoftmaxGrad with dq, dk and dv inside.
  */
 public class AttentionAB {
     interface Call { void run() throws Exception; }
 
+    private static final java.lang.management.ThreadMXBean THREAD = java.lang.management.ManagementFactory.getThreadMXBean();
+
     public static void main(String[] args) throws Exception {
         int threads = Integer.parseInt(args[0]);
+        // CPU=1: the calling thread's CPU time, not wall time (1 thread only: the time a loaded host
+        // takes the core away is not counted)
+        boolean cpu = "1".equals(System.getenv("CPU")) && threads == 1;
         double secs = Double.parseDouble(args[1]);
         String[] d = System.getenv().getOrDefault("GEOMETRY", "8x256x8x32").split("x");
         int b = Integer.parseInt(d[0]), t = Integer.parseInt(d[1]), h = Integer.parseInt(d[2]), hd = Integer.parseInt(d[3]);
         Random r = new Random(1);
-        float[] q = new float[b * t * h * hd], k = new float[q.length], v = new float[q.length], y = new float[q.length], dq = new float[q.length];
-        for (float[] x : new float[][] {q, k, v}) for (int i = 0; i < x.length; i++) x[i] = r.nextFloat() * 2 - 1;
-        float[] probs = new float[b * h * t * t], ds = new float[probs.length];
-        String[] kernels = {"attention", "qkSoftmaxGrad+pk", "qk", "probsOnly", "pk", "pq", "backward"};
+        float[] q = new float[b * t * h * hd], k = new float[q.length], v = new float[q.length], gy = new float[q.length];
+        for (float[] x : new float[][] {q, k, v, gy}) for (int i = 0; i < x.length; i++) x[i] = r.nextFloat() * 2 - 1;
+        String[] kernels = {"forward", "backward"};
         List<String> names = new ArrayList<>();
         List<Call[]> calls = new ArrayList<>();
         for (int i = 2; i < args.length; i++) {
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(args[i]).toUri().toURL()}, AttentionAB.class.getClassLoader().getParent());
             firstClass(cl, "kina.kernels.Parallel", "kina.eval.Parallel").getMethod("setThreads", int.class).invoke(null, threads);
-            Class<?> attn = Class.forName("kina.plan.PlanKernels$Attn", true, cl), ap = Class.forName("kina.plan.AttentionProducts", true, cl),
-                    pk = Class.forName("kina.plan.PlanKernels", true, cl);
+            Class<?> attn = Class.forName("kina.plan.PlanKernels$Attn", true, cl);
             Constructor<?> ctor = attn.getDeclaredConstructors()[0];
             ctor.setAccessible(true);
             Object g = ctor.newInstance(b, t, t, hd, h, h, 0, 0, 0, (float) (1 / Math.sqrt(hd)), 0f);
-            Method fwd = find(pk, "attention", 9), qk = find(ap, "qk", 4), pkm = find(ap, "pk", 4), pq = find(ap, "pq", 4);
-            // qkSoftmaxGrad: 9 parameters before 19a9714; since then 12, with dK and dV inside (ds unstored)
-            Method merged = findOptional(ap, "qkSoftmaxGrad", 12), qsg9 = merged == null ? find(ap, "qkSoftmaxGrad", 9) : null;
-            float[] dk = new float[q.length], dv = new float[q.length];
-            fwd.invoke(null, g, q, k, v, null, y, probs, null, true);
-            calls.add(new Call[] {
-                () -> fwd.invoke(null, g, q, k, v, null, y, probs, null, true),
-                () -> { if (merged != null) merged.invoke(null, g, q, v, probs, ds, null, k, dq, null, null, null, true);
-                        else qsg9.invoke(null, g, q, v, probs, ds, null, k, dq, true); },
-                () -> qk.invoke(null, g, q, k, ds),
-                () -> fwd.invoke(null, g, q, k, v, null, null, probs, null, true),
-                () -> pkm.invoke(null, g, probs, k, dq),
-                () -> pq.invoke(null, g, probs, q, dq),
-                () -> {                                                 // the attention backward's attention-shaped work, either way
-                    if (merged != null) merged.invoke(null, g, q, v, probs, null, null, k, dq, q, dk, dv, true);
-                    else { qsg9.invoke(null, g, q, v, probs, ds, null, k, dq, true); pq.invoke(null, g, ds, q, dk); pq.invoke(null, g, probs, q, dv); }
-                }});
+            float[] y = new float[q.length], dq = new float[q.length], dk = new float[q.length], dv = new float[q.length];
+            Class<?> flash = optionalClass(cl, "kina.plan.FlashAttention");
+            if (flash != null) {
+                Method fwd = find(flash, "forward", 7), bwd = find(flash, "backward", 10);
+                float[] lse = new float[b * t * h], dd = new float[lse.length];
+                fwd.invoke(null, g, q, k, v, null, y, lse);
+                for (int row = 0; row < dd.length; row++) {               // d = Σ g ⊙ out per head, as the VJP makes it
+                    float acc = 0;
+                    for (int e = 0; e < hd; e++) acc += gy[row * hd + e] * y[row * hd + e];
+                    dd[row] = acc;
+                }
+                calls.add(new Call[] {
+                    () -> fwd.invoke(null, g, q, k, v, null, y, lse),
+                    () -> bwd.invoke(null, g, q, k, v, gy, lse, dd, dq, dk, dv)});
+            } else {
+                Class<?> ap = Class.forName("kina.plan.AttentionProducts", true, cl), pk = Class.forName("kina.plan.PlanKernels", true, cl);
+                Method fwd = find(pk, "attention", 9), merged = find(ap, "qkSoftmaxGrad", 12);
+                float[] probs = new float[b * h * t * t];
+                calls.add(new Call[] {
+                    () -> fwd.invoke(null, g, q, k, v, null, y, probs, null, true),
+                    () -> merged.invoke(null, g, gy, v, probs, null, null, k, dq, q, dk, dv, true)});
+            }
             names.add(Path.of(args[i]).getFileName().toString());
         }
-        StringBuilder hdr = new StringBuilder(String.format("%-14s", "µs p50(min)"));
+        StringBuilder hdr = new StringBuilder(String.format("%-24s", "µs p50(min)"));
         StringBuilder[] sb = new StringBuilder[names.size()];
-        for (int j = 0; j < sb.length; j++) sb[j] = new StringBuilder(String.format("%-14s", names.get(j)));
+        for (int j = 0; j < sb.length; j++) sb[j] = new StringBuilder(String.format("%-24s", names.get(j)));
         for (int pass = 0; pass < 2; pass++)
             for (int c = 0; c < kernels.length; c++) {
                 List<List<Long>> times = new ArrayList<>();
@@ -71,9 +81,11 @@ public class AttentionAB {
                 long end = System.nanoTime() + (long) (secs * (pass == 0 ? 0.5 : 1) * 1e9);
                 for (int it = 0; System.nanoTime() < end || it < 20; it++)
                     for (int j = 0; j < names.size(); j++) {
-                        long t0 = System.nanoTime();
-                        calls.get(j)[c].run();
-                        if (it >= 5) times.get(j).add(System.nanoTime() - t0);
+                        int jj = it % 2 == 0 ? j : names.size() - 1 - j;           // A B, then B A
+                        long t0 = cpu ? THREAD.getCurrentThreadCpuTime() : System.nanoTime();
+                        calls.get(jj)[c].run();
+                        long t1 = cpu ? THREAD.getCurrentThreadCpuTime() : System.nanoTime();
+                        if (it >= 5) times.get(jj).add(t1 - t0);
                     }
                 if (pass == 0) continue;
                 hdr.append(String.format("%20s", kernels[c]));
@@ -88,16 +100,15 @@ public class AttentionAB {
     }
 
     private static Method find(Class<?> c, String name, int params) {
-        Method m = findOptional(c, name, params);
-        if (m == null) throw new IllegalArgumentException(c + "." + name + " with " + params + " parameters");
-        return m;
-    }
-
-    private static Method findOptional(Class<?> c, String name, int params) {
         for (Method m : c.getDeclaredMethods())
             if (m.getName().equals(name) && m.getParameterCount() == params) { m.setAccessible(true); return m; }
-        return null;
+        throw new IllegalArgumentException(c + "." + name + " with " + params + " parameters");
     }
+
+    private static Class<?> optionalClass(ClassLoader cl, String name) {
+        try { return Class.forName(name, true, cl); } catch (ClassNotFoundException e) { return null; }
+    }
+
     /** The first of {@code names} that {@code cl} has: classes moved between packages keep old jars comparable. */
     static Class<?> firstClass(ClassLoader cl, String... names) throws ClassNotFoundException {
         for (String n : names) {

@@ -8,6 +8,7 @@
  *
  *   cp target/kina.jar /tmp/old.jar   # before the change; rebuild after it
  *   java --add-modules jdk.incubator.vector bench/StepAB.java THREADS SECONDS CONFIG /tmp/old.jar target/kina.jar
+ *   CPU=1 java … bench/StepAB.java 1 SECONDS CONFIG …    (1 thread: CPU time, not wall time, per step)
  *
  * Batch 8, the plan engine. Each build warms up for 5 s of its own steps, then all run in turn
  * until the JIT has finished no compilation for 1 s (at most 60 s), as kina bench's warm-up does.
@@ -26,6 +27,10 @@ public class StepAB {
             System.exit(2);
         }
         int threads = Integer.parseInt(args[0]);
+        // CPU=1 (1 thread only): each step's CPU time on this thread instead of its wall time, so the
+        // time a loaded host gives the core to others is not counted
+        boolean cpu = "1".equals(System.getenv("CPU")) && threads == 1;
+        java.lang.management.ThreadMXBean thread = java.lang.management.ManagementFactory.getThreadMXBean();
         double secs = Double.parseDouble(args[1]);
         String config = args[2];
         List<Runnable> steps = new ArrayList<>();
@@ -64,9 +69,9 @@ public class StepAB {
         for (int it = 0; System.nanoTime() < end || it < 10; it++)
             for (int k = 0; k < n; k++) {
                 int j = it % 2 == 0 ? k : n - 1 - k;                 // A B, then B A: neither build always runs first
-                long t0 = System.nanoTime();
+                long t0 = cpu ? thread.getCurrentThreadCpuTime() : System.nanoTime();
                 steps.get(j).run();
-                ms.get(j).add((System.nanoTime() - t0) / 1e6);
+                ms.get(j).add(((cpu ? thread.getCurrentThreadCpuTime() : System.nanoTime()) - t0) / 1e6);
             }
         System.out.printf(Locale.ROOT, "config=%s threads=%d steps per build=%d%n", config, threads, ms.get(0).size());
         System.out.printf(Locale.ROOT, "%-20s %9s %9s %14s%n", "jar", "median", "best", "paired/first");

@@ -2,11 +2,12 @@
 """PyTorch reference timing of kina's StoryLM AdamW train step (what `kina bench` times).
 
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/torch_reference.py --config small --threads 1 --steps 20 --batch 8
+    ... --config long --seq 2048 --batch 2      (the configs of kina.model.Config.NAMED; --seq as kina bench's)
 
 (torch imports only under Debian's interpreter: apt-get install -y python3-torch libopenblas0-pthread.)
 Prints exactly one line, in kina bench's format:
 
-    torch bench: config=small batch=8 threads=1 steps=20 ms/step min=… median=… max=… tokens/s=… peak_rss_mb=…
+    torch bench: config=small batch=8 seq=128 threads=1 steps=20 ms/step min=… median=… max=… tokens/s=… peak_rss_mb=…
 
 The model and step follow kina.model.StoryLm.trainStep and Optimizer.update, float32 throughout:
   x = emb[ids]                                             [B, T, d]
@@ -57,7 +58,10 @@ CONFIGS = {
     "tiny": dict(vocab=256, d=64, heads=2, seq=64, layers=2, hidden=172),
     "small": dict(vocab=256, d=128, heads=4, seq=128, layers=2, hidden=344),
     "medium": dict(vocab=256, d=256, heads=8, seq=256, layers=4, hidden=688),
+    "long": dict(vocab=256, d=256, heads=8, seq=1024, layers=4, hidden=688),
+    "stories15m": dict(vocab=256, d=288, heads=6, seq=256, layers=6, hidden=768),
 }
+MAX_SEQ = 4096                                    # kina.model.Config.MAX_SEQ
 EPS, ROPE_BASE = 1e-5, 10000.0
 BETA1, BETA2, ADAM_EPS, WEIGHT_DECAY, CLIP, LR = 0.9, 0.95, 1e-8, 0.01, 1.0, 1e-3
 
@@ -179,7 +183,7 @@ def report(args, batch, seq, ms):
     tokens = batch * seq / (median / 1000)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     f = (lambda x: f"{x:.4f}") if args.config == "storylm0" else (lambda x: f"{x:.1f}")
-    print(f"torch bench: config={args.config} batch={batch} threads={args.threads} steps={args.steps} "
+    print(f"torch bench: config={args.config} batch={batch} seq={seq} threads={args.threads} steps={args.steps} "
           f"ms/step min={f(srt[0])} median={f(median)} max={f(srt[-1])} tokens/s={tokens:.0f} peak_rss_mb={rss:.0f}")
 
 
@@ -234,6 +238,7 @@ def main():
     ap.add_argument("--batch", type=positive, default=8)
     ap.add_argument("--threads", type=positive, default=1)
     ap.add_argument("--steps", type=positive, default=20)
+    ap.add_argument("--seq", type=positive, default=None, help=f"sequence length instead of the config's (at most {MAX_SEQ}), as kina bench --seq")
     ap.add_argument("--warmup", type=int, default=None, help="warm-up steps at least (default 2; storylm0: 2000)")
     ap.add_argument("--warmup-seconds", type=float, default=5.0, help="warm-up time at least, as kina bench (default 5; not storylm0)")
     args = ap.parse_args()
@@ -243,7 +248,11 @@ def main():
         return toy_main(args)
     if args.warmup is None:
         args.warmup = 2
-    c = CONFIGS[args.config]
+    c = dict(CONFIGS[args.config])
+    if args.seq is not None:
+        if args.seq > MAX_SEQ:
+            ap.error(f"--seq {args.seq}: must be at most {MAX_SEQ}")
+        c["seq"] = args.seq
     next_batch, train_step = make_train_step(c, args.batch)
     ms = []
     warm_until = time.perf_counter() + args.warmup_seconds

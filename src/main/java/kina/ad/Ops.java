@@ -102,9 +102,17 @@ public interface Ops<T> {
     default T attention(T q, T k, T v, Optional<T> sinks, AttnOpts opts) {
         return call(new Attention(X0, X1, X2, sinks.map(_ -> X3), opts), q, k, v, sinks.orElse(null));
     }
-    /** IR-internal: the attention probabilities (or sink shares), the adjoint vocabulary of attention. */
-    default T attentionProbs(T q, T k, Optional<T> sinks, AttnOpts opts, boolean sinkColumn) {
-        return call(new AttentionProbs(X0, X1, sinks.map(_ -> X2), opts, sinkColumn), q, k, sinks.orElse(null));
+    /** IR-internal: each row's log-sum-exp σ++[T, H], as attention's online softmax makes it (see {@link AttentionLse}). */
+    default T attentionLse(T q, T k, Optional<T> sinks, AttnOpts opts) {
+        return call(new AttentionLse(X0, X1, sinks.map(_ -> X2), opts), q, k, sinks.orElse(null));
+    }
+    /** IR-internal: exp(s − lse) at the attended pairs, σ++[H, T, L] (see {@link AttentionExp}). */
+    default T attentionExp(T q, T k, T lse, AttnOpts opts) {
+        return call(new AttentionExp(X0, X1, X2, opts), q, k, lse);
+    }
+    /** IR-internal: attention's blockwise cotangent of q, k or v (see {@link AttentionGrad}). */
+    default T attentionGrad(T q, T k, T v, T g, T lse, T d, AttnOpts opts, AttentionGrad.Wrt wrt) {
+        return call(new AttentionGrad(X0, X1, X2, X3, X4, X5, opts, wrt), q, k, v, g, lse, d);
     }
     /** IR-internal: attention's products over attended pairs (QK, PK, PQ; see {@link AttentionProduct}). */
     default T attentionProduct(T a, T b, AttnOpts opts, AttentionProduct.Form form) {
@@ -125,7 +133,7 @@ public interface Ops<T> {
 
     // ---- the typed methods' placeholders ------------------------------------------------------
     /** Placeholder operands of the instructions the typed methods build: {@code $k} stands for the k-th value given. */
-    Var X0 = new Var("$0"), X1 = new Var("$1"), X2 = new Var("$2"), X3 = new Var("$3");
+    Var X0 = new Var("$0"), X1 = new Var("$1"), X2 = new Var("$2"), X3 = new Var("$3"), X4 = new Var("$4"), X5 = new Var("$5");
 
     /** {@code template} applied to {@code xs}: placeholder {@code $k} reads {@code xs[k]}. */
     @SuppressWarnings("unchecked")

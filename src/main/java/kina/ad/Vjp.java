@@ -115,7 +115,7 @@ public final class Vjp {
             // a rotation: its transpose is the rotation by −θ; the tables are not differentiated
             case Rope(_, var c, var sn, var heads, var rotary, var start) -> partial(java.util.Arrays.asList(
                     o.rope(g, p.of(c), o.neg(p.of(sn)), heads, rotary, start), null, null), Set.of(1, 2));
-            case Attention a -> attention(a, p, g, o);
+            case Attention a -> attention(a, p, y, g, o);
             // indexing (§10 §6, §14 §6): indices are data, they get nothing
             case TakeAlongAxis(var values, var ids, var axis) ->
                     device(p.type(values).placement())
@@ -131,7 +131,9 @@ public final class Vjp {
             // IR-internal adjoints: closure (gather ↔ scatter_add, take_along_axis ↔ scatter_along_axis)
             case ScatterAdd(_, var ids, _) -> valuesOnly(o.gather(g, p.of(ids)));
             case ScatterAlongAxis(var axis, _, var ids, _) -> valuesOnly(o.takeAlongAxis(g, p.of(ids), axis));
-            case AttentionProbs a -> attentionProbs(a, p, y, g, o);
+            case AttentionLse a -> attentionLse(a, p, y, g, o);
+            case AttentionExp a -> attentionExp(a, p, y, g, o);
+            case AttentionGrad a -> attentionGrad(a, p, g, o);
             case AttentionProduct(var a, var b, var op, var form) -> attentionProduct(form, op, p.of(a), p.of(b), g, o);
             // the plan's fusions exist only in planned programs, which are never differentiated
             case Fused f -> refuse(new Refusal.Unavailable(f.op() + ": a plan fusion, made after AD; differentiate the program it was made from"));
@@ -244,21 +246,28 @@ public final class Vjp {
     // ---- attention ------------------------------------------------------------------------------
 
     /**
-     * attention (spec-notes §11.2 Attention): with P = attention_probs(q, k, sinks) σ++[H, T, L]
-     * (0 where masked) and out = P V per kv group: dV = Pᵀ g and dP = g Vᵀ over the attended pairs
-     * ({@link AttentionProduct} PQ and QK: the masked half of a causal product is never computed),
-     * then the rule of attention_probs for dP (q, k, sinks).
+     * attention (spec-notes §11.2 Attention), blockwise (FlashAttention-2): lse = attention_lse(q, k,
+     * sinks) and d = Σ_e g ⊙ out per head (σ++[T, H]); dq, dk, dv = attention_dq / _dk / _dv, which
+     * recompute each attended pair's probability exp(s − lse), so no [H, T, L] value is made;
+     * dσ_h = −Σ_t exp(σ_h − lse_t) d_t (the sink's share is exp(σ − lse), and it carries no value).
      */
-    static <T> Pullback<T> attention(Attention a, Primals<T> p, T g, Ops<T> o) {
+    static <T> Pullback<T> attention(Attention a, Primals<T> p, T y, T g, Ops<T> o) {
         AttnOpts op = a.opts();
         T q = p.of(a.q()), k = p.of(a.k()), v = p.of(a.v());
-        T probs = o.attentionProbs(q, k, a.sinks().map(p::of), op, false);          // σ++[H, T, L]
-        T dv = o.attentionProduct(probs, g, op, AttentionProduct.Form.PQ);          // σ++[L, KV·hd]
-        T dp = o.attentionProduct(g, v, op, AttentionProduct.Form.QK);              // σ++[H, T, L]
-        ProbsGrad<T> pgd = probsGrad(q, k, a.sinks().map(p::of), op, probs, dp, null, o);
-        java.util.List<T> out = new java.util.ArrayList<>(java.util.List.of(pgd.dq, pgd.dk, dv));
-        if (a.sinks().isPresent()) out.add(pgd.dsinks);
+        T lse = o.attentionLse(q, k, a.sinks().map(p::of), op);                   // σ++[T, H]
+        Shape ys = o.type(y).shape();
+        int r = ys.rank();
+        long hd = ys.dim(r - 1) / op.heads();
+        T d = o.sum(o.reshape(o.mul(g, y), ys.prefix(r - 1).concat(op.heads(), hd)), r, false);   // σ++[T, H]
+        java.util.List<T> out = new java.util.ArrayList<>();
+        for (AttentionGrad.Wrt w : AttentionGrad.Wrt.values()) out.add(o.attentionGrad(q, k, v, g, lse, d, op, w));
+        a.sinks().ifPresent(sk -> out.add(o.neg(columnSum(o, o.mul(sinkShares(o, p.of(sk), lse), d)))));
         return partial(out, Set.of());
+    }
+
+    /** exp(σ_h − lse_{t,h}) σ++[T, H]: each row's sink share, from the sinks [H] and lse σ++[T, H]. */
+    private static <T> T sinkShares(Ops<T> o, T sinks, T lse) {
+        return o.exp(o.sub(o.broadcast(sinks, o.type(lse).shape()), lse));
     }
 
     /**
@@ -278,58 +287,129 @@ public final class Vjp {
         };
     }
 
-    /** attention_probs: the softmax rule over the attended positions and the sink (see {@link #probsGrad}). */
-    static <T> Pullback<T> attentionProbs(AttentionProbs a, Primals<T> p, T y, T g, Ops<T> o) {
+    /**
+     * The scores of the attended pairs as the rules of second derivatives see them, materialised
+     * σ++[H, T, L]: u = α·attention_qk(q, k), and with a softcap C th = tanh(u / C) and the slope
+     * ds/du = 1 − th² of s = C·th (null without a softcap).
+     */
+    private record Scores<T>(T u, T th, T slope) {}
+
+    private static <T> Scores<T> scores(Ops<T> o, T q, T k, AttnOpts op) {
+        T dot = o.attentionProduct(q, k, op, AttentionProduct.Form.QK);
+        T u = o.mul(dot, o.fill(o.type(dot), alpha(o, q, op)));
+        if (op.softcap() <= 0) return new Scores<>(u, null, null);
+        T th = o.tanh(o.div(u, o.fill(o.type(u), op.softcap())));
+        return new Scores<>(u, th, o.sub(ones(o, th), o.mul(th, th)));
+    }
+
+    /** α for q σ++[T, H·hd]. */
+    private static <T> double alpha(Ops<T> o, T q, AttnOpts op) {
+        Shape qs = o.type(q).shape();
+        return op.alpha(qs.dim(qs.rank() - 1) / op.heads());
+    }
+
+    /** x σ++[T, H] as σ++[H, T, L], each row's value along its keys (the shape of {@code like}). */
+    private static <T> T alongKeys(Ops<T> o, T x, T like) {
+        Shape ls = o.type(like).shape();
+        int r = ls.rank();
+        return o.broadcast(o.reshape(o.transpose(x, Perm.lastTwo(r - 1)), ls.with(r - 1, 1)), ls);
+    }
+
+    /** Σ over the keys of x σ++[H, T, L], as σ++[T, H]: the adjoint of {@link #alongKeys}. */
+    private static <T> T overKeys(Ops<T> o, T x) {
+        int r = o.type(x).rank();
+        return o.transpose(o.sum(x, r - 1, false), Perm.lastTwo(r - 1));
+    }
+
+    /**
+     * The cotangents of q and k for a cotangent dS of the scores s (σ++[H, T, L], read at the
+     * attended pairs): dU = dS·(ds/du), dq = α·attention_pk(dU, k), dk = α·attention_pq(dU, q).
+     * {@code du} (or null) adds a cotangent of u itself.
+     */
+    private static <T> java.util.List<T> scoreGrads(Ops<T> o, T q, T k, AttnOpts op, Scores<T> sc, T dS, T du) {
+        T dU = sc.slope() != null ? o.mul(dS, sc.slope()) : dS;
+        if (du != null) dU = o.add(dU, du);
+        double al = alpha(o, q, op);
+        T dq = o.mul(o.attentionProduct(dU, k, op, AttentionProduct.Form.PK), o.fill(o.type(q), al));
+        T dk = o.mul(o.attentionProduct(dU, q, op, AttentionProduct.Form.PQ), o.fill(o.type(k), al));
+        return java.util.List.of(dq, dk);
+    }
+
+    /**
+     * attention_lse: ∂lse_t/∂s_j = p_j = exp(s_j − lse_t) (attention_exp) and ∂lse_t/∂σ = exp(σ − lse_t);
+     * so dS = P ⊙ g along the keys, and dσ_h = Σ_t exp(σ_h − lse_t) g_t.
+     */
+    static <T> Pullback<T> attentionLse(AttentionLse a, Primals<T> p, T y, T g, Ops<T> o) {
         T q = p.of(a.q()), k = p.of(a.k());
-        var sinks = a.sinks().map(p::of);
-        ProbsGrad<T> pgd = a.sinkColumn()
-                ? probsGrad(q, k, sinks, a.opts(), o.attentionProbs(q, k, sinks, a.opts(), false), null, g, o)
-                : probsGrad(q, k, sinks, a.opts(), y, g, null, o);
-        java.util.List<T> out = new java.util.ArrayList<>(java.util.List.of(pgd.dq, pgd.dk));
-        if (a.sinks().isPresent()) out.add(pgd.dsinks);
+        T probs = o.attentionExp(q, k, y, a.opts());
+        java.util.List<T> out = new java.util.ArrayList<>(scoreGrads(o, q, k, a.opts(), scores(o, q, k, a.opts()),
+                o.mul(probs, alongKeys(o, g, probs)), null));
+        a.sinks().ifPresent(sk -> out.add(columnSum(o, o.mul(sinkShares(o, p.of(sk), y), g))));
         return partial(out, Set.of());
     }
 
-    private record ProbsGrad<T>(T dq, T dk, T dsinks) {}
+    /** attention_exp: y = exp(s − lse), so dS = g ⊙ y and dlse = −Σ_j g ⊙ y. */
+    static <T> Pullback<T> attentionExp(AttentionExp a, Primals<T> p, T y, T g, Ops<T> o) {
+        T q = p.of(a.q()), k = p.of(a.k());
+        T dS = o.mul(g, y);
+        java.util.List<T> out = new java.util.ArrayList<>(scoreGrads(o, q, k, a.opts(), scores(o, q, k, a.opts()), dS, null));
+        out.add(o.neg(overKeys(o, dS)));
+        return partial(out, Set.of());
+    }
 
     /**
-     * The cotangents of q, k, sinks for cotangents dP of the probabilities P σ++[H, T, L] and dPσ of
-     * the sink shares Pσ σ++[H, T, 1] (either may be null: none). With d = Σ_j P_j dP_j + Pσ dPσ:
-     * dS = P (dP − d); dσ = Pσ (dPσ − d), summed over rows and σ; with a softcap C the scores'
-     * cotangent is dU = dS (1 − tanh²(u/C)), u = α q·k recomputed; dq = α dU K, dk = α dUᵀ Q per kv
-     * group, over the attended pairs only (attention_pk, attention_pq). A row with nothing attended gives 0.
+     * attention_dq / _dk / _dv, differentiated through the composition they compute, materialised
+     * (these rules serve second derivatives; first derivatives never record them): P =
+     * attention_exp(q, k, lse), dP = attention_qk(g, v), X = dP − d along the keys, dS = P ⊙ X, dU =
+     * dS·(ds/du); dq = α·attention_pk(dU, k), dk = α·attention_pq(dU, q), dv = attention_pq(P, g).
+     * For the output's cotangent w: dq: W_dU = attention_qk(α w, k), and k gets attention_pq(dU, α w);
+     * dk: W_dU = attention_qk(q, α w), q gets attention_pk(dU, α w); dv: W_P = attention_qk(g, w), g gets
+     * attention_pk(P, w). Back from dU: W_dS = W_dU·(ds/du), and with a softcap u gets W_dU ⊙ dS ·
+     * (−2 th)(1 − th²)/C; W_P += W_dS ⊙ X; W_X = W_dS ⊙ P gives g attention_pk(W_X, v), v
+     * attention_pq(W_X, g) and d −Σ_j W_X; then P's rule (attention_exp) for W_P.
      */
-    private static <T> ProbsGrad<T> probsGrad(T q, T k, java.util.Optional<T> sinks, AttnOpts op, T probs,
-                                              T dp, T dps, Ops<T> o) {
-        Shape qs = o.type(q).shape(), ps = o.type(probs).shape();
-        int r = qs.rank();
-        long hd = qs.dim(r - 1) / op.heads();
-        T psink = sinks.isPresent() ? o.attentionProbs(q, k, sinks, op, true) : null;   // σ++[H, T, 1]
-        T d = dp != null ? o.sum(o.mul(probs, dp), r, true) : null;
-        if (dps != null && psink != null) {
-            T extra = o.mul(psink, dps);
-            d = d == null ? extra : o.add(d, extra);
+    static <T> Pullback<T> attentionGrad(AttentionGrad a, Primals<T> p, T w, Ops<T> o) {
+        AttnOpts op = a.opts();
+        T q = p.of(a.q()), k = p.of(a.k()), v = p.of(a.v()), gy = p.of(a.g()), lse = p.of(a.lse()), d = p.of(a.d());
+        var qk = AttentionProduct.Form.QK;
+        var pk = AttentionProduct.Form.PK;
+        var pq = AttentionProduct.Form.PQ;
+        Scores<T> sc = scores(o, q, k, op);
+        T probs = o.attentionExp(q, k, lse, op);
+        T wq = null, wk = null, wv = null, wg, wd = null, wP, wU = null;
+        if (a.wrt() == AttentionGrad.Wrt.V) {
+            wP = o.attentionProduct(gy, w, op, qk);
+            wg = o.attentionProduct(probs, w, op, pk);
+        } else {
+            T x = o.sub(o.attentionProduct(gy, v, op, qk), alongKeys(o, d, probs));
+            T dS = o.mul(probs, x);
+            T dU = sc.slope() != null ? o.mul(dS, sc.slope()) : dS;
+            T wa = o.mul(w, o.fill(o.type(w), alpha(o, q, op)));
+            T wdU;
+            if (a.wrt() == AttentionGrad.Wrt.Q) {
+                wdU = o.attentionProduct(wa, k, op, qk);
+                wk = o.attentionProduct(dU, wa, op, pq);
+            } else {
+                wdU = o.attentionProduct(q, wa, op, qk);
+                wq = o.attentionProduct(dU, wa, op, pk);
+            }
+            T wdS = wdU;
+            if (sc.slope() != null) {
+                wdS = o.mul(wdU, sc.slope());
+                T wth = o.neg(o.mul(o.mul(wdU, dS), o.add(sc.th(), sc.th())));      // through 1 − th²
+                wU = o.div(o.mul(wth, sc.slope()), o.fill(o.type(wth), op.softcap()));   // dth/du = (1 − th²)/C
+            }
+            wP = o.mul(wdS, x);
+            T wx = o.mul(wdS, probs);
+            wg = o.attentionProduct(wx, v, op, pk);
+            wv = o.attentionProduct(wx, gy, op, pq);
+            wd = o.neg(overKeys(o, wx));
         }
-        if (d == null) d = o.fill(o.type(probs).withShape(ps.with(r, 1)), 0.0);
-        T db = o.broadcast(d, ps);
-        T ds = dp != null ? o.mul(probs, o.sub(dp, db)) : o.neg(o.mul(probs, db));
-        double al = op.alpha(hd);
-        T du = ds;
-        if (op.softcap() > 0) {
-            T u = o.mul(o.attentionProduct(q, k, op, AttentionProduct.Form.QK), o.fill(o.type(du), al));
-            T th = o.tanh(o.div(u, o.fill(o.type(du), op.softcap())));
-            du = o.mul(du, o.sub(o.fill(o.type(du), 1.0), o.mul(th, th)));
-        }
-        T dq = o.mul(o.attentionProduct(du, k, op, AttentionProduct.Form.PK), o.fill(o.type(q), al));
-        T dk = o.mul(o.attentionProduct(du, q, op, AttentionProduct.Form.PQ), o.fill(o.type(k), al));
-        T dsk = null;
-        if (psink != null) {
-            T e = dps != null ? o.mul(psink, o.sub(dps, d)) : o.neg(o.mul(psink, d));     // σ++[H, T, 1]
-            T acc = o.sum(o.sum(e, r, false), r - 1, false);                            // σ++[H]
-            while (o.type(acc).rank() > 1) acc = o.sum(acc, 0, false);
-            dsk = acc;
-        }
-        return new ProbsGrad<>(dq, dk, dsk);
+        T wS = o.mul(wP, probs);                                                  // P = exp(s − lse)
+        java.util.List<T> qkGrads = scoreGrads(o, q, k, op, sc, wS, wU);
+        T gq = wq == null ? qkGrads.get(0) : o.add(qkGrads.get(0), wq);
+        T gk = wk == null ? qkGrads.get(1) : o.add(qkGrads.get(1), wk);
+        return partial(java.util.Arrays.asList(gq, gk, wv, wg, o.neg(overKeys(o, wS)), wd), Set.of());
     }
 
     /**

@@ -215,13 +215,16 @@ public final class TypeRules {
             case Instr.ScatterAdd(var u, var i, var dest) -> scatterAdd(op, typeOf.apply(u), typeOf.apply(i), dest);
             case Instr.ScatterAlongAxis(var axis, var u, var i, var dest) ->
                     scatterAlongAxis(op, axis, typeOf.apply(u), typeOf.apply(i), dest);
-            case Instr.AttentionProbs(var q, var k, var sinks, var o, var col) -> {
-                TensorType t = attention(op, typeOf.apply(q), typeOf.apply(k), sinks.map(typeOf), o);
+            case Instr.AttentionLse(var q, var k, var sinks, var o) -> rowHeads(attention(op, typeOf.apply(q), typeOf.apply(k), sinks.map(typeOf), o), o);
+            case Instr.AttentionExp(var q, var k, var lse, var o) -> {
+                TensorType t = attention(op, typeOf.apply(q), typeOf.apply(k), java.util.Optional.empty(), o);
+                operandOf(op, "lse", rowHeads(t, o), typeOf.apply(lse));
                 Shape qs = t.shape();
                 int r = qs.rank();
-                long l = typeOf.apply(k).shape().dim(r - 2);
-                yield t.withShape(qs.prefix(r - 2).concat(o.heads(), qs.dim(r - 2), col ? 1 : l));
+                yield t.withShape(qs.prefix(r - 2).concat(o.heads(), qs.dim(r - 2), typeOf.apply(k).shape().dim(r - 2)));
             }
+            case Instr.AttentionGrad(var q, var k, var v, var g, var lse, var d, var o, var wrt) ->
+                    attentionGrad(op, q, k, v, g, lse, d, o, typeOf).get(wrt.ordinal());
             case Instr.AttentionProduct(var a, var b, var o, var form) -> attentionProduct(op, typeOf.apply(a), typeOf.apply(b), o, form);
             case Instr.Fused f -> throw new IllegalArgumentException(f.op() + " is a fusion: TypeRules.results");
         };
@@ -240,19 +243,14 @@ public final class TypeRules {
                 yield out;
             }
             case Instr.SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(op, typeOf.apply(p), typeOf.apply(dp), rowSums);
-            case Instr.AttentionSoftmaxGrad(var p, var g, var v, var x, var q, var o, var rowSums, var dv) -> {
-                TensorType dpt = attentionProduct(op, typeOf.apply(g), typeOf.apply(v), o, Instr.AttentionProduct.Form.QK);
-                List<TensorType> out = new ArrayList<>(softmaxGrad(op, typeOf.apply(p), dpt, rowSums));
-                TensorType ds = out.getFirst();
-                x.ifPresent(xv -> out.add(attentionProduct(op, ds, typeOf.apply(xv), o, Instr.AttentionProduct.Form.PK)));
-                q.ifPresent(qv -> out.add(attentionProduct(op, ds, typeOf.apply(qv), o, Instr.AttentionProduct.Form.PQ)));
-                if (dv) out.add(attentionProduct(op, typeOf.apply(p), typeOf.apply(g), o, Instr.AttentionProduct.Form.PQ));
-                yield out;
-            }
-            case Instr.AttentionWithProbs(var q, var k, var v, var sinks, var o, var probs, var shares) -> {
-                List<TensorType> out = new ArrayList<>(List.of(single(new Instr.Attention(q, k, v, sinks, o), typeOf)));
-                if (probs) out.add(single(new Instr.AttentionProbs(q, k, sinks, o, false), typeOf));
-                if (shares) out.add(single(new Instr.AttentionProbs(q, k, sinks, o, true), typeOf));
+            case Instr.AttentionWithLse(var q, var k, var v, var sinks, var o) ->
+                    List.of(single(new Instr.Attention(q, k, v, sinks, o), typeOf), single(new Instr.AttentionLse(q, k, sinks, o), typeOf));
+            case Instr.AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) -> {
+                if (!dq && !dk && !dv) throw new Mismatch(op, "makes at least one of dq, dk, dv");
+                List<TensorType> all = attentionGrad(op, q, k, v, g, lse, d, o, typeOf), out = new ArrayList<>();
+                if (dq) out.add(all.get(0));
+                if (dk) out.add(all.get(1));
+                if (dv) out.add(all.get(2));
                 yield out;
             }
             case Instr.SwigluSigmoid(var g, var u) -> {
@@ -502,6 +500,30 @@ public final class TypeRules {
         if (!(o.softcap() >= 0) || Double.isInfinite(o.softcap())) throw new Mismatch(op, "softcap must be finite and > 0");
         if (Double.isInfinite(o.scale())) throw new Mismatch(op, "scale must be finite");
         return q;
+    }
+
+    /** The σ++[T, H] type of a per-row, per-head value (lse, d) of q σ++[T, H·hd]. */
+    private static TensorType rowHeads(TensorType q, Instr.AttnOpts o) {
+        return q.withShape(q.shape().prefix(q.rank() - 1).concat(o.heads()));
+    }
+
+    /** An operand that must have type {@code want}. */
+    private static void operandOf(String op, String what, TensorType want, TensorType got) {
+        if (!got.equals(want)) throw new Mismatch(op, what + " must be " + want + " (σ++[T, H]), got " + got);
+    }
+
+    /**
+     * {@link Instr.AttentionGrad}: q, g σ++[T, H·hd]; k, v σ++[L, KV·hd]; lse, d σ++[T, H] → the types
+     * of dq, dk, dv (q's, k's, k's).
+     */
+    private static List<TensorType> attentionGrad(String op, Var q, Var k, Var v, Var g, Var lse, Var d, Instr.AttnOpts o,
+                                                  Function<Var, TensorType> typeOf) {
+        TensorType qt = attention(op, typeOf.apply(q), typeOf.apply(k), java.util.Optional.empty(), o), kt = typeOf.apply(k);
+        if (!typeOf.apply(v).equals(kt)) throw new Mismatch(op, "v must have k's type " + kt + ", got " + typeOf.apply(v));
+        if (!typeOf.apply(g).equals(qt)) throw new Mismatch(op, "g must have q's type " + qt + ", got " + typeOf.apply(g));
+        operandOf(op, "lse", rowHeads(qt, o), typeOf.apply(lse));
+        operandOf(op, "d", rowHeads(qt, o), typeOf.apply(d));
+        return List.of(qt, kt, kt);
     }
 
     /**

@@ -36,20 +36,21 @@ public final class Bench {
      * heap the JVM's threads allocated per timed step, on average (−1 where the JVM does not tell it).
      */
     public record Result(Config config, int batch, int threads, Trainer.Engine engine, int steps, double minMs, double medianMs,
-                         double maxMs, List<String> profile, double[] stepMs, double[] jitMs, double heapBytesPerStep) {
+                         double maxMs, List<String> profile, double[] stepMs, double[] jitMs, double heapBytesPerStep, long arenaBytes) {
         /**
          * The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=…
          * max=… tokens/s=… peak_rss_mb=… heap_kb_per_step=…}; peak_rss_mb (the process's peak resident set, as
-         * bench/torch_reference.py prints it) only where /proc/self/status tells it, heap_kb_per_step (the heap the
+         * bench/torch_reference.py prints it) only where /proc/self/status tells it, {@code arena_mb} (the plan's arena, the step's reused buffers, from
+         * {@code arenaBytes}; with the interpreter, which has none, it is left out), heap_kb_per_step (the heap the
          * JVM's threads allocate per timed step; with the plan engine the arena and the kernels' scratch are reused,
          * so it is the outputs, the pool's bookkeeping and code C2 has not compiled yet) only where the JVM tells it.
          */
         public String line() {
             double tokensPerSecond = (double) batch * config.seq() / (medianMs / 1000);
-            long rssKb = peakRssKb();
-            return String.format(Locale.ROOT, "kina bench: config=%s batch=%d threads=%d engine=%s steps=%d ms/step min=%s median=%s max=%s tokens/s=%.0f",
-                    config.name(), batch, threads, engine.name().toLowerCase(Locale.ROOT), steps, ms(minMs, config.toy()), ms(medianMs, config.toy()), ms(maxMs, config.toy()), tokensPerSecond)
-                    + (rssKb > 0 ? String.format(Locale.ROOT, " peak_rss_mb=%.0f", rssKb / 1024.0) : "")
+            return String.format(Locale.ROOT, "kina bench: config=%s batch=%d seq=%d threads=%d engine=%s steps=%d ms/step min=%s median=%s max=%s tokens/s=%.0f",
+                    config.name(), batch, config.seq(), threads, engine.name().toLowerCase(Locale.ROOT), steps, ms(minMs, config.toy()), ms(medianMs, config.toy()), ms(maxMs, config.toy()), tokensPerSecond)
+                    + rssField()
+                    + (arenaBytes >= 0 ? String.format(Locale.ROOT, " arena_mb=%.1f", arenaBytes / (1024.0 * 1024)) : "")
                     + (heapBytesPerStep >= 0 ? String.format(Locale.ROOT, " heap_kb_per_step=%.1f", heapBytesPerStep / 1024) : "");
         }
 
@@ -72,15 +73,10 @@ public final class Bench {
         }
     }
 
-    /** The process's peak resident set in KiB (VmHWM of /proc/self/status), or -1 where there is none (not Linux). */
-    static long peakRssKb() {
-        try {
-            for (String l : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/status")))
-                if (l.startsWith("VmHWM:")) return Long.parseLong(l.replaceAll("[^0-9]", ""));
-        } catch (java.io.IOException | RuntimeException e) {
-            return -1;       // no procfs: the field is left out
-        }
-        return -1;
+    /** {@code " peak_rss_mb=N"} (MiB, as bench/torch_reference.py prints it), or "" where the system does not tell it. */
+    static String rssField() {
+        long b = Trainer.peakRssBytes();
+        return b > 0 ? String.format(Locale.ROOT, " peak_rss_mb=%.0f", b / (1024.0 * 1024)) : "";
     }
 
     private static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
@@ -156,7 +152,7 @@ public final class Bench {
             prof.addAll(profile == Profile.STEPS ? plan.profileSteps() : plan.profileReport());
         }
         return new Result(c, batch, threads, engine, steps, sorted[0], median, sorted[steps - 1], prof, ms, jit,
-                heapBytes < 0 ? -1 : (double) heapBytes / steps);
+                heapBytes < 0 ? -1 : (double) heapBytes / steps, plan == null ? -1 : plan.arenaBytes());
     }
     /** Warm-up steps of the toy (storylm0) step: it takes microseconds, so the JIT needs many more. */
     public static final int TOY_WARMUP = 2000;
@@ -223,6 +219,7 @@ public final class Bench {
          * Compiles the train step of {@code c} (batch sequences per step) for {@code engine}.
          *
          * @throws IllegalArgumentException for the toy config (its step is {@link #runToy}'s) or batch &lt; 1
+         * @throws kina.ir.KinaException (one line) when the plan would not fit in the JVM's heap ({@link Trainer#requireMemory})
          */
         public Stepper(Config c, int batch, Trainer.Engine engine) {
             if (c.toy()) throw new IllegalArgumentException("the toy config has its own step (runToy)");
@@ -233,6 +230,7 @@ public final class Bench {
             step = engine.compile(p);
             plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
             step.carry(Trainer.carried(c, opt));          // weights and moments, as training carries them
+            Trainer.requireMemory(c, batch, opt, step);     // before the first run allocates the arena
             Trainer.init(c, 1).forEach(step::set);
             Trainer.zeroMoments(c, opt).forEach(step::set);
             tables = Trainer.ropeTables(c);
@@ -318,7 +316,8 @@ public final class Bench {
      * Times {@code steps} KV-cache decode steps of {@code c} (initial weights; random tokens at
      * positions cycling through the window) after the warm-up of {@link #run}, or with
      * {@code fullWindow} the window program a token costs without the cache: one line, {@code kina
-     * bench: config=… decode threads=… steps=… ms/token min=… median=… max=… tokens/s=…} (the median's).
+     * bench: config=… decode threads=… steps=… ms/token min=… median=… max=… tokens/s=… peak_rss_mb=…} (tokens/s: the
+     * median's; peak_rss_mb where the system tells it).
      */
     public static String decode(Config c, int steps, int threads, long warmupNanos, boolean fullWindow) {
         if (steps < 1) throw new kina.ir.KinaException(null, "--steps must be >= 1");
@@ -349,7 +348,7 @@ public final class Bench {
         Arrays.sort(sorted);
         double median = steps % 2 == 1 ? sorted[steps / 2] : (sorted[steps / 2 - 1] + sorted[steps / 2]) / 2;
         return String.format(Locale.ROOT, "kina bench: config=%s decode%s threads=%d steps=%d ms/token min=%.3f median=%.3f max=%.3f tokens/s=%.0f",
-                c.name(), fullWindow ? "=full-window" : "", threads, steps, sorted[0], median, sorted[steps - 1], 1000 / median);
+                c.name(), fullWindow ? "=full-window" : "", threads, steps, sorted[0], median, sorted[steps - 1], 1000 / median) + rssField();
     }
 
     /**

@@ -12,8 +12,9 @@ import picocli.CommandLine.Spec;
 /** {@code kina bench}: time the AdamW train step of a config on random byte batches; one result line. */
 @Command(name = "bench", description = "Time N train steps (after a warm-up of at least 2 steps and --warmup-seconds; storylm0: 2000 steps) of a StoryLM config on random byte batches.")
 final class BenchCommand implements Callable<Integer> {
-    @Option(names = "--config", paramLabel = "NAME|FILE.json", defaultValue = "tiny", description = "tiny, small, medium, or a JSON config (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--config", paramLabel = "NAME|FILE.json", defaultValue = "tiny", description = "tiny, small, medium, long, stories15m, or a JSON config (default: ${DEFAULT-VALUE}).")
     String config;
+    @Option(names = "--seq", paramLabel = "T", description = "Sequence length instead of the config's, up to 4096 (e.g. long at 2048).") Integer seq;
     @Option(names = "--steps", defaultValue = "20", description = "Timed steps (default: ${DEFAULT-VALUE}).") int steps;
     @Option(names = "--batch", defaultValue = "8", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
@@ -40,6 +41,7 @@ final class BenchCommand implements Callable<Integer> {
         OptionRange.atLeast("--batch", batch, 1, "sequences per step");
         if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");
         OptionRange.nonNegative("--warmup-seconds", warmup, OptionRange.typed(spec, "--warmup-seconds"), "warm-up seconds before the timed steps");
+        if (seq != null) c = c.withSeq(seq);
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         if (fullWindow && !decode) throw new kina.ir.KinaException(null, "--full-window goes with --decode");
         if (decode) {

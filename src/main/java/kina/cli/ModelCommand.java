@@ -16,7 +16,7 @@ import picocli.CommandLine.Parameters;
 @Command(name = "model", description = "Show a StoryLM decoder as a kina program.")
 final class ModelCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "print", description = "What to do (print).") String action;
-    @Option(names = "--config", paramLabel = "NAME|FILE.json", defaultValue = "tiny", description = "tiny, small, medium, storylm0, or a JSON config (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--config", paramLabel = "NAME|FILE.json", defaultValue = "tiny", description = "tiny, small, medium, long, stories15m, storylm0, or a JSON config (default: ${DEFAULT-VALUE}).")
     String config;
     @Option(names = "--batch", defaultValue = "2", description = "Sequences per step (default: ${DEFAULT-VALUE}).") int batch;
     @Option(names = "--optimizer", defaultValue = "adamw", description = "adamw or sgd (default: ${DEFAULT-VALUE}).") String optimizer;

@@ -20,10 +20,11 @@ import picocli.CommandLine.Spec;
 /** {@code kina train}: train a StoryLM decoder on byte-level text (the embedded Brown excerpt by default). */
 @Command(name = "train", description = "Train a StoryLM decoder on UTF-8 text (default: an embedded 1 MB excerpt of the Brown corpus).")
 final class TrainCommand implements Callable<Integer> {
-    @Option(names = "--config", paramLabel = "NAME|FILE.json", description = "tiny, small, medium, or a JSON config (default: ${DEFAULT-VALUE}).", defaultValue = "tiny")
+    @Option(names = "--config", paramLabel = "NAME|FILE.json", description = "tiny, small, medium, long, stories15m, or a JSON config (default: ${DEFAULT-VALUE}).", defaultValue = "tiny")
     String config;
     @Option(names = "--data", paramLabel = "FILE", description = "A UTF-8 text file (default: the embedded corpus).")
     Path data;
+    @Option(names = "--seq", paramLabel = "T", description = "Sequence length instead of the config's, up to 4096 (e.g. long at 4096).") Integer seq;
     @Option(names = "--steps", description = "Optimizer steps (default: ${DEFAULT-VALUE}).", defaultValue = "2000") int steps;
     @Option(names = "--batch", description = "Sequences per step (default: ${DEFAULT-VALUE}).", defaultValue = "8") int batch;
     @Option(names = "--lr", description = "Peak learning rate (default: 3e-3 for adamw, 0.5 for sgd).") Double lr;
@@ -70,6 +71,7 @@ final class TrainCommand implements Callable<Integer> {
         // a resumed run keeps its checkpoint's config and tokenizer unless told otherwise
         Config c = ck != null && !configGiven ? ck.state().config()
                 : config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        if (seq != null) c = c.withSeq(seq);
         if (tokenizer != null && !tokenizer.equals("byte") && !tokenizer.equals("bpe"))
             throw new kina.ir.KinaException(null, "--tokenizer " + tokenizer + ": unknown (byte or bpe)");
         boolean vocabGiven = spec.commandLine().getParseResult().hasMatchedOption("--vocab");

@@ -97,7 +97,11 @@ public final class Kernels {
             case Rope(var a, var c, var s, var heads, var rotary, var start) ->
                     rope(x.apply(a), x.apply(c), x.apply(s), heads, rotary, start);
             case Attention(var q, var k, var v, var sinks, var o) -> attention(x.apply(q), x.apply(k), x.apply(v), opt(x, sinks), o);
-            case AttentionProbs(var q, var k, var sinks, var o, var col) -> attentionProbs(x.apply(q), x.apply(k), opt(x, sinks), o, col);
+            case AttentionLse(var q, var k, var sinks, var o) -> attentionLse(x.apply(q), x.apply(k), opt(x, sinks), o);
+            case AttentionExp(var q, var k, var lse, var o) -> attentionExp(x.apply(q), x.apply(k), x.apply(lse), o);
+            case AttentionGrad(var q, var k, var v, var g, var lse, var d, var o, var wrt) ->
+                    attentionGrads(x.apply(q), x.apply(k), x.apply(v), x.apply(g), x.apply(lse), x.apply(d), o,
+                            wrt == AttentionGrad.Wrt.Q, wrt == AttentionGrad.Wrt.K, wrt == AttentionGrad.Wrt.V).getFirst();
             case AttentionProduct(var a, var b, var o, var form) -> attentionProduct(x.apply(a), x.apply(b), o, form);
             case TakeAlongAxis(var v, var i, var axis) -> takeAlongAxis(x.apply(v), x.apply(i), axis);
             case Gather(var v, var i) -> gather(x.apply(v), x.apply(i));
@@ -126,22 +130,12 @@ public final class Kernels {
                 yield out;
             }
             case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(x.apply(p), x.apply(dp), rowSums);
-            case AttentionSoftmaxGrad(var p, var g, var v, var xs, var q, var o, var rowSums, var dv) -> {
-                Tensor pt = x.apply(p), gt = x.apply(g);
-                List<Tensor> out = new ArrayList<>(softmaxGrad(pt, attentionProduct(gt, x.apply(v), o, AttentionProduct.Form.QK), rowSums));
-                Tensor ds = out.getFirst();
-                xs.ifPresent(xv -> out.add(attentionProduct(ds, x.apply(xv), o, AttentionProduct.Form.PK)));
-                q.ifPresent(qv -> out.add(attentionProduct(ds, x.apply(qv), o, AttentionProduct.Form.PQ)));
-                if (dv) out.add(attentionProduct(pt, gt, o, AttentionProduct.Form.PQ));
-                yield out;
-            }
-            case AttentionWithProbs(var q, var k, var v, var sinks, var o, var probs, var shares) -> {
+            case AttentionWithLse(var q, var k, var v, var sinks, var o) -> {
                 Tensor qt = x.apply(q), kt = x.apply(k), st = opt(x, sinks);
-                List<Tensor> out = new ArrayList<>(List.of(attention(qt, kt, x.apply(v), st, o)));
-                if (probs) out.add(attentionProbs(qt, kt, st, o, false));
-                if (shares) out.add(attentionProbs(qt, kt, st, o, true));
-                yield out;
+                yield List.of(attention(qt, kt, x.apply(v), st, o), attentionLse(qt, kt, st, o));
             }
+            case AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) ->
+                    attentionGrads(x.apply(q), x.apply(k), x.apply(v), x.apply(g), x.apply(lse), x.apply(d), o, dq, dk, dv);
             case SwigluSigmoid(var g, var u) -> List.of(swiglu(x.apply(g), x.apply(u)), sigmoid(x.apply(g)));
             case Elementwise(var inputs, var body) -> {
                 Map<Var, Tensor> env = new HashMap<>();
@@ -1022,45 +1016,67 @@ public final class Kernels {
     }
 
     /**
-     * The probabilities of one query row: p[j] for j in [0, L) (0 outside [lo, hi]) and returns the
-     * sink share. Positions: hi = min(start + row, L − 1); lo = max(0, start + row − W + 1) with a
-     * window W, ⌊(start + row)/C⌋·C with a chunk C, else 0. Score of j: dot = Σ_e q_e·k_e, one fma
-     * chain from −0.0 in increasing e (as attention_qk; 0 when hd = 0), u = r(dot · α), s = r(C·r(tanh(r(u / C)))) with a softcap C, else u.
-     * m = Math.max over (sink, s_lo, …, s_hi); e_j = r(exp(r(s_j − m))); Z = e_σ (with a sink),
-     * then Z = r(Z + e_j) in increasing j; p_j = r(e_j / Z), p_σ = r(e_σ / Z). No position and no
-     * sink: every p and p_σ are +0.0.
+     * The score of query row qOff against key kOff: dot = Σ_e q_e·k_e, one fma chain from −0.0 in
+     * increasing e (as attention_qk; 0 when hd = 0), u = r(dot · α), s = r(C·r(tanh(r(u / C)))) with a
+     * softcap C, else u.
      */
-    private static double probsRow(DType d, double[] q, int qOff, double[] k, int kBase, int kStride, int hd,
-                                   int l, int row, Instr.AttnOpts o, double alpha, double cap, double sink,
-                                   boolean hasSink, double[] p) {
-        Arrays.fill(p, 0.0);
+    private static double score(DType d, double[] q, int qOff, double[] k, int kOff, int hd, double alpha, double cap) {
+        boolean f32 = d == DType.F32;
+        double dot = -0.0;
+        for (int e = 0; e < hd; e++) dot = fma(f32, q[qOff + e], k[kOff + e], dot);
+        if (hd == 0) dot = 0;
+        double u = round(d, dot * alpha);
+        return cap > 0 ? round(d, cap * round(d, StrictMath.tanh(round(d, u / cap)))) : u;
+    }
+
+    /**
+     * One query row of attention's online softmax; writes out[yOff, yOff + hd) when y is not null and
+     * returns the row's lse. Row {@code row} attends [lo, hi] (hi = min(start + row, L − 1); lo = 0, or
+     * max(0, start + row − W + 1) with a window W, or ⌊(start + row)/C⌋·C with a chunk C), visited in
+     * key blocks [b·B, b·B + B) ∩ [lo, hi] of B = {@link AttnOpts#KEY_BLOCK}, in increasing b. State: m,
+     * l, o_e; with a sink σ it starts at m = σ, l = 1, without one m is the first block's maximum and
+     * l = +0.0; o_e starts at −0.0. Per block: its scores s_j ({@link #score}), bm = Math.max over them;
+     * if bm &gt; m (a block after the first, or after the sink): c = r(exp(r(m − bm))), l = r(l·c),
+     * o_e = r(o_e·c), m = bm; then in increasing j, p = r(exp(r(s_j − m))), l = r(l + p),
+     * o_e = fma(p, v_{j,e}, o_e). Then out_e = r(o_e / l) (+0.0 for a row that attends nothing) and
+     * lse = r(m + r(log l)) (−∞ for a row with neither a position nor a sink).
+     */
+    private static double onlineRow(DType d, double[] q, int qOff, double[] k, double[] v, int kBase, int kStride, int hd,
+                                    int l, int row, AttnOpts o, double alpha, double cap, double sink, boolean hasSink,
+                                    double[] y, int yOff, double[] s) {
+        boolean f32 = d == DType.F32;
         int hi = o.hi(row, l);
         long lo = o.lo(row);
-        double m = hasSink ? sink : Double.NEGATIVE_INFINITY;
-        boolean any = hasSink;
-        for (long j = lo; j <= hi; j++) {
-            int kOff = kBase + (int) j * kStride;
-            boolean f32 = d == DType.F32;
-            double dot = -0.0;                                  // one fma chain, as attention_qk; none (hd = 0): 0
-            for (int e = 0; e < hd; e++) dot = fma(f32, q[qOff + e], k[kOff + e], dot);
-            if (hd == 0) dot = 0;
-            double u = round(d, dot * alpha);
-            double sc = cap > 0 ? round(d, cap * round(d, StrictMath.tanh(round(d, u / cap)))) : u;
-            p[(int) j] = sc;
-            m = any ? Math.max(m, sc) : sc;
-            any = true;
+        boolean started = hasSink;
+        double m = hasSink ? sink : Double.NEGATIVE_INFINITY, z = hasSink ? 1.0 : 0.0;
+        if (y != null) Arrays.fill(y, yOff, yOff + hd, -0.0);
+        int block = AttnOpts.KEY_BLOCK;
+        for (long b0 = lo / block * block; lo <= hi && b0 <= hi; b0 += block) {
+            int j0 = (int) Math.max(lo, b0), j1 = (int) Math.min(hi, b0 + block - 1);
+            double bm = 0;
+            for (int j = j0; j <= j1; j++) {
+                s[j - j0] = score(d, q, qOff, k, kBase + j * kStride, hd, alpha, cap);
+                bm = j == j0 ? s[0] : Math.max(bm, s[j - j0]);
+            }
+            if (!started) {
+                m = bm;
+                started = true;
+            } else if (bm > m) {
+                double c = round(d, exp(d, round(d, m - bm)));
+                z = round(d, z * c);
+                if (y != null) for (int e = 0; e < hd; e++) y[yOff + e] = round(d, y[yOff + e] * c);
+                m = bm;
+            }
+            for (int j = j0; j <= j1; j++) {
+                double p = round(d, exp(d, round(d, s[j - j0] - m)));
+                z = round(d, z + p);
+                if (y != null)
+                    for (int e = 0, vOff = kBase + j * kStride; e < hd; e++) y[yOff + e] = fma(f32, p, v[vOff + e], y[yOff + e]);
+            }
         }
-        if (!any) return 0.0;
-        double es = hasSink ? round(d, exp(d, round(d, sink - m))) : 0.0, z = es;
-        boolean first = !hasSink;
-        for (long j = lo; j <= hi; j++) {
-            double e = round(d, exp(d, round(d, p[(int) j] - m)));
-            p[(int) j] = e;
-            z = first ? e : round(d, z + e);
-            first = false;
-        }
-        for (long j = lo; j <= hi; j++) p[(int) j] = round(d, p[(int) j] / z);
-        return hasSink ? round(d, es / z) : 0.0;
+        if (y != null)
+            for (int e = 0; e < hd; e++) y[yOff + e] = lo > hi ? 0.0 : round(d, y[yOff + e] / z);
+        return started ? round(d, m + round(d, StrictMath.log(z))) : Double.NEGATIVE_INFINITY;
     }
 
     /** Checks q, k (and v, sinks) against the options; returns {batch, rows, L, hd}. */
@@ -1080,66 +1096,150 @@ public final class Kernels {
         return new int[] {batch, rows, l, hd};
     }
 
-    /**
-     * {@code q.attention(k, v, sinks, opts)}: q σ++[T, H·hd], k, v σ++[L, KV·hd], sinks [H] or null.
-     * Query head h reads kv head h / (H/KV). Per row and head, p as {@link #probsRow}; then
-     * out_e = Σ_j p_j v_{j,e} over the attended positions, one fma chain from −0.0 in increasing j
-     * (as attention_pk). A row with no attended position outputs +0.0.
-     */
-    public static Tensor attention(Tensor q, Tensor k, Tensor v, Tensor sinks, Instr.AttnOpts o) {
-        int[] dims = attentionDims("attention", q, k, v, sinks, o);
+    /** The type σ++[T, H] of a per-row, per-head value (lse, d) of q σ++[T, H·hd]. */
+    private static TensorType rowHeadType(Tensor q, int heads) {
+        Shape qs = q.shape();
+        return q.type().withShape(qs.prefix(qs.rank() - 1).concat(heads));
+    }
+
+    /** Runs {@link #onlineRow} over every (batch, head, row); y (σ++[T, H·hd]) may be null; returns lse σ++[T, H]. */
+    private static double[] online(String op, Tensor q, Tensor k, Tensor v, Tensor sinks, Instr.AttnOpts o, double[] y) {
+        int[] dims = attentionDims(op, q, k, v, sinks, o);
         int batch = dims[0], rows = dims[1], l = dims[2], hd = dims[3], h = o.heads(), kv = o.kvHeads(), g = h / kv;
         DType d = q.dtype();
         double alpha = attentionScale(d, o, hd), cap = round(d, o.softcap());
-        double[] qa = q.floats(), ka = k.floats(), va = v.floats(), y = new double[qa.length], p = new double[l];
+        double[] qa = q.floats(), ka = k.floats(), va = v == null ? null : v.floats(), lse = new double[batch * rows * h];
+        double[] s = new double[AttnOpts.KEY_BLOCK];
         for (int bt = 0; bt < batch; bt++)
             for (int hh = 0; hh < h; hh++)
                 for (int row = 0; row < rows; row++) {
                     int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / g) * hd;
-                    probsRow(d, qa, qOff, ka, kBase, kv * hd, hd, l, row, o, alpha, cap,
-                            sinks == null ? 0 : sinks.floats()[hh], sinks != null, p);
-                    boolean any = false;                        // out: one fma chain per e from −0.0, as attention_pk
-                    Arrays.fill(y, qOff, qOff + hd, -0.0);
-                    for (int j = 0; j < l; j++) {
-                        if (!attended(o, row, j, l)) continue;
-                        int vOff = kBase + j * kv * hd;
-                        for (int e = 0; e < hd; e++) y[qOff + e] = fma(d == DType.F32, p[j], va[vOff + e], y[qOff + e]);
-                        any = true;
-                    }
-                    if (!any) Arrays.fill(y, qOff, qOff + hd, 0.0);
+                    lse[(bt * rows + row) * h + hh] = onlineRow(d, qa, qOff, ka, va, kBase, kv * hd, hd, l, row, o, alpha, cap,
+                            sinks == null ? 0 : sinks.floats()[hh], sinks != null, y, qOff, s);
                 }
+        return lse;
+    }
+
+    /**
+     * {@code q.attention(k, v, sinks, opts)}: q σ++[T, H·hd], k, v σ++[L, KV·hd], sinks [H] or null.
+     * Query head h reads kv head h / (H/KV). Per row and head, the online softmax of {@link #onlineRow}.
+     */
+    public static Tensor attention(Tensor q, Tensor k, Tensor v, Tensor sinks, Instr.AttnOpts o) {
+        double[] y = new double[q.size()];
+        online("attention", q, k, v, sinks, o, y);
         return make(q.type(), y);
     }
 
-    /** Whether query row {@code row} attends key position j (as {@link #probsRow}). */
+    /** AttentionLse: σ++[T, H] of each row's lse, as {@link #attention} computes it ({@link #onlineRow}). */
+    public static Tensor attentionLse(Tensor q, Tensor k, Tensor sinks, Instr.AttnOpts o) {
+        return make(rowHeadType(q, o.heads()), online("attention_lse", q, k, null, sinks, o, null));
+    }
+
+    /** Whether query row {@code row} attends key position j. */
     private static boolean attended(Instr.AttnOpts o, int row, int j, int l) {
         return j >= o.lo(row) && j <= o.hi(row, l);
     }
 
+    /** Checks a σ++[T, H] operand of the attention backward against q σ++[T, H·hd]. */
+    private static void rowHeads(String op, String what, Tensor x, Tensor q, int heads) {
+        check(x.type().equals(rowHeadType(q, heads)), op + ": " + what + " " + x.type() + " is not " + rowHeadType(q, heads));
+    }
+
     /**
-     * AttentionProbs: σ++[H, T, L] of the probabilities (+0.0 where not attended), or with
-     * {@code sinkColumn} σ++[H, T, 1] of the sink shares (+0.0 without sinks); as {@link #probsRow}.
+     * AttentionExp: σ++[H, T, L], p = r(exp(r(s − lse))) at each attended pair ({@link #score}), +0.0
+     * at every other pair.
      */
-    public static Tensor attentionProbs(Tensor q, Tensor k, Tensor sinks, Instr.AttnOpts o, boolean sinkColumn) {
-        int[] dims = attentionDims("attention_probs", q, k, null, sinks, o);
+    public static Tensor attentionExp(Tensor q, Tensor k, Tensor lse, Instr.AttnOpts o) {
+        int[] dims = attentionDims("attention_exp", q, k, null, null, o);
         int batch = dims[0], rows = dims[1], l = dims[2], hd = dims[3], h = o.heads(), kv = o.kvHeads(), g = h / kv;
+        rowHeads("attention_exp", "lse", lse, q, h);
         DType d = q.dtype();
         double alpha = attentionScale(d, o, hd), cap = round(d, o.softcap());
-        int width = sinkColumn ? 1 : l;
         Shape qs = q.shape();
-        TensorType out = q.type().withShape(qs.prefix(qs.rank() - 2).concat(h, rows, width));
-        double[] qa = q.floats(), ka = k.floats(), y = new double[volume("attention_probs", out.shape())], p = new double[l];
+        TensorType out = q.type().withShape(qs.prefix(qs.rank() - 2).concat(h, rows, l));
+        double[] qa = q.floats(), ka = k.floats(), ls = lse.floats(), y = new double[volume("attention_exp", out.shape())];
         for (int bt = 0; bt < batch; bt++)
             for (int hh = 0; hh < h; hh++)
-                for (int row = 0; row < rows; row++) {
-                    int qOff = (bt * rows + row) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / g) * hd;
-                    double ps = probsRow(d, qa, qOff, ka, kBase, kv * hd, hd, l, row, o, alpha, cap,
-                            sinks == null ? 0 : sinks.floats()[hh], sinks != null, p);
-                    int oOff = ((bt * h + hh) * rows + row) * width;
-                    if (sinkColumn) y[oOff] = ps;
-                    else System.arraycopy(p, 0, y, oOff, l);
+                for (int t = 0; t < rows; t++) {
+                    int qOff = (bt * rows + t) * h * hd + hh * hd, kBase = bt * l * kv * hd + (hh / g) * hd;
+                    double m = ls[(bt * rows + t) * h + hh];
+                    for (int j = (int) o.lo(t), end = o.hi(t, l); j <= end; j++)
+                        y[((bt * h + hh) * rows + t) * l + j] = round(d, exp(d, round(d, score(d, qa, qOff, ka, kBase + j * kv * hd, hd, alpha, cap) - m)));
                 }
         return make(out, y);
+    }
+
+    /**
+     * attention_dq, attention_dk, attention_dv ({@link Instr.AttentionGrad}): those asked for, in that
+     * order. Per attended pair (t, j) of head h (kv head c = h / (H/KV)): p = r(exp(r(s − lse_t)))
+     * ({@link #score}; u = r(dot·α) its scaled dot), dp = Σ_e g_{t,e}·v_{j,e} (one fma chain from −0.0
+     * in increasing e), ds = r(p·r(dp − d_t)), du = r(ds·r(1 − r(th·th))) with th = r(tanh(r(u / C)))
+     * under a softcap C, else ds. Chains (fma, from −0.0): dq_{t,e} over the attended j in increasing
+     * j of du·k_{j,e}; dk_{j,e} of du·q_{t,e} and dv_{j,e} of p·g_{t,e} over the heads of c in
+     * increasing h, then the rows attending j in increasing t; a chain with no term is +0.0. Then
+     * dq = r(α·chain), dk = r(α·chain), dv = chain.
+     */
+    public static List<Tensor> attentionGrads(Tensor q, Tensor k, Tensor v, Tensor g, Tensor lse, Tensor dd, Instr.AttnOpts o,
+                                              boolean wantQ, boolean wantK, boolean wantV) {
+        String op = wantQ ? "attention_dq" : wantK ? "attention_dk" : "attention_dv";
+        int[] dims = attentionDims(op, q, k, v, null, o);
+        int batch = dims[0], rows = dims[1], l = dims[2], hd = dims[3], h = o.heads(), kv = o.kvHeads(), grp = h / kv;
+        sameType(op, q, g);
+        rowHeads(op, "lse", lse, q, h);
+        rowHeads(op, "d", dd, q, h);
+        DType d = q.dtype();
+        boolean f32 = d == DType.F32;
+        double alpha = attentionScale(d, o, hd), cap = round(d, o.softcap());
+        double[] qa = q.floats(), ka = k.floats(), va = v.floats(), ga = g.floats(), ls = lse.floats(), da = dd.floats();
+        double[] dq = new double[qa.length], dk = new double[ka.length], dv = new double[ka.length];
+        boolean[] anyQ = new boolean[qa.length], anyK = new boolean[ka.length];
+        Arrays.fill(dq, -0.0);
+        Arrays.fill(dk, -0.0);
+        Arrays.fill(dv, -0.0);
+        int kStride = kv * hd, qStride = h * hd;
+        // bt, h, t, j in increasing order: dq_t's terms come in increasing j, dk_j's and dv_j's in increasing (h, t)
+        for (int bt = 0; bt < batch; bt++)
+            for (int hh = 0; hh < h; hh++)
+                for (int t = 0; t < rows; t++) {
+                    int qOff = (bt * rows + t) * qStride + hh * hd, kBase = bt * l * kStride + (hh / grp) * hd;
+                    double m = ls[(bt * rows + t) * h + hh], dt = da[(bt * rows + t) * h + hh];
+                    for (int j = (int) o.lo(t), end = o.hi(t, l); j <= end; j++) {
+                        int kOff = kBase + j * kStride;
+                        double sc = score(d, qa, qOff, ka, kOff, hd, alpha, cap);
+                        double p = round(d, exp(d, round(d, sc - m)));
+                        anyQ[qOff] = true;
+                        anyK[kOff] = true;
+                        if (wantV)
+                            for (int e = 0; e < hd; e++) dv[kOff + e] = fma(f32, p, ga[qOff + e], dv[kOff + e]);
+                        if (!wantQ && !wantK) continue;
+                        double dp = -0.0;
+                        for (int e = 0; e < hd; e++) dp = fma(f32, ga[qOff + e], va[kOff + e], dp);
+                        if (hd == 0) dp = 0;
+                        double du = round(d, p * round(d, dp - dt));
+                        if (cap > 0) {
+                            double dot = -0.0;
+                            for (int e = 0; e < hd; e++) dot = fma(f32, qa[qOff + e], ka[kOff + e], dot);
+                            if (hd == 0) dot = 0;
+                            double th = round(d, StrictMath.tanh(round(d, round(d, dot * alpha) / cap)));
+                            du = round(d, du * round(d, 1 - round(d, th * th)));
+                        }
+                        if (wantQ) for (int e = 0; e < hd; e++) dq[qOff + e] = fma(f32, du, ka[kOff + e], dq[qOff + e]);
+                        if (wantK) for (int e = 0; e < hd; e++) dk[kOff + e] = fma(f32, du, qa[qOff + e], dk[kOff + e]);
+                    }
+                }
+        List<Tensor> out = new ArrayList<>();
+        if (wantQ) out.add(make(q.type(), scaled(d, dq, anyQ, hd, alpha)));
+        if (wantK) out.add(make(k.type(), scaled(d, dk, anyK, hd, alpha)));
+        if (wantV) out.add(make(k.type(), scaled(d, dv, anyK, hd, Double.NaN)));
+        return out;
+    }
+
+    /** Each head's chains of hd values (anyAt[first] marks one with a term): r(α·chain), or the chain for α NaN; +0.0 with no term. */
+    private static double[] scaled(DType d, double[] chain, boolean[] anyAt, int hd, double alpha) {
+        for (int i = 0; i < chain.length; i += Math.max(hd, 1))
+            for (int e = 0; e < hd; e++)
+                chain[i + e] = !anyAt[i] ? 0.0 : Double.isNaN(alpha) ? chain[i + e] : round(d, alpha * chain[i + e]);
+        return chain;
     }
 
     /**

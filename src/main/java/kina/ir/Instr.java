@@ -315,6 +315,13 @@ public sealed interface Instr extends Rhs {
      * start P: query row r attends key positions j ≤ P + r.
      */
     record AttnOpts(int heads, int kvHeads, double scale, double softcap, int window, int chunk, int start) {
+        /**
+         * Keys per block of attention's online softmax: blocks start at multiples of it (key
+         * positions), and a row's maximum, sum and output are rescaled between the blocks it
+         * attends. Part of the bits, so a constant of the language, not of the machine.
+         */
+        public static final int KEY_BLOCK = 64;
+
         /** The score scale α for head width hd: {@code scale}, or 1/√hd when it is NaN (before rounding to the dtype). */
         public double alpha(long hd) { return Double.isNaN(scale) ? 1.0 / StrictMath.sqrt(hd) : scale; }
 
@@ -342,6 +349,10 @@ public sealed interface Instr extends Rhs {
      * α·q·k (α = s, default 1/√hd), then c·tanh(·/c) with a softcap; softmax over the attended scores
      * and the head's sink logit (which joins the denominator and carries no value); out = Σ p_j v_j.
      * A row that attends no position outputs +0.0 (its gradients are 0; with a sink, p_σ = 1).
+     * The softmax is online (FlashAttention's): over the row's key blocks ({@link AttnOpts#KEY_BLOCK})
+     * in order, a running maximum m, sum l and output are kept and rescaled by exp(m − m') when a
+     * block raises the maximum to m', so no value is as long as a row of scores; its reference
+     * kernel (kina.eval.Kernels.attention) states the order.
      */
     record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Attend {
         public List<Var> operands() { return present(List.of(q, k, v), sinks); }
@@ -388,13 +399,50 @@ public sealed interface Instr extends Rhs {
     }
 
     /**
-     * AttentionProbs(q, k, sinks?, opts, sinkColumn): the attention probabilities σ++[H, rows, L]
-     * (0 at masked positions), or with sinkColumn the sink's share σ++[H, rows, 1] (0 without sinks).
-     * The adjoint vocabulary of attention.
+     * {@code %attention_lse(q, k[, sinks], …)}: the log-sum-exp of each row's attended scores and
+     * its head's sink logit, σ++[T, H] (row t, head h), as {@link Attention}'s online softmax
+     * makes it: lse = m + log(l) with m the running maximum and l the running sum of
+     * exp(s − m) over the key blocks; −∞ for a row that attends nothing and has no sink. The
+     * attention backward's probabilities are exp(s − lse). The adjoint vocabulary of attention.
      */
-    record AttentionProbs(Var q, Var k, Optional<Var> sinks, AttnOpts opts, boolean sinkColumn) implements Attend {
+    record AttentionLse(Var q, Var k, Optional<Var> sinks, AttnOpts opts) implements Attend {
         public List<Var> operands() { return present(List.of(q, k), sinks); }
-        public String op() { return "attention_probs"; }
+        public String op() { return "attention_lse"; }
+    }
+
+    /**
+     * {@code %attention_exp(q, k, lse, …)}: exp(s − lse) at each attended pair (row t, key j) of
+     * head h, +0.0 at every other pair, σ++[H, T, L]; s the pair's score (as {@link Attention}),
+     * lse σ++[T, H]. With lse from {@link AttentionLse} these are the attention probabilities,
+     * materialised: only the rules of second derivatives record it.
+     */
+    record AttentionExp(Var q, Var k, Var lse, AttnOpts opts) implements Attend {
+        public List<Var> operands() { return List.of(q, k, lse); }
+        public String op() { return "attention_exp"; }
+    }
+
+    /**
+     * {@code %attention_dq / _dk / _dv(q, k, v, g, lse, d, …)}: attention's cotangents computed
+     * blockwise (FlashAttention-2), with no [H, T, L] value: per attended pair the probability
+     * p = exp(s − lse), dp = g_t·v_j, ds = p (dp − d), du = ds (1 − tanh²(u/C)) with a softcap C
+     * (u = α q·k), else ds; dq_t = α Σ_j du k_j, dk_j = α Σ_{h, t} du q_t, dv_j = Σ_{h, t} p g_t
+     * over the heads h of kv head j's group and the rows t that attend j. q, g σ++[T, H·hd]; k, v
+     * σ++[L, KV·hd]; lse and d (= Σ_e g ⊙ out per head) σ++[T, H]. With lse = attention_lse and
+     * out = attention(q, k, v, sinks) these are the cotangents of q, k and v for the output
+     * cotangent g; as written they are functions of their six operands (dv reads neither v nor d).
+     * IR-internal: made by transform_ad.
+     */
+    record AttentionGrad(Var q, Var k, Var v, Var g, Var lse, Var d, AttnOpts opts, Wrt wrt) implements Attend {
+        /** Which cotangent; its surface name is {@link #op}. */
+        public enum Wrt {
+            Q("attention_dq"), K("attention_dk"), V("attention_dv");
+            private final String op;
+            Wrt(String op) { this.op = op; }
+            public String op() { return op; }
+        }
+
+        public List<Var> operands() { return List.of(q, k, v, g, lse, d); }
+        public String op() { return wrt.op(); }
     }
 
     /**
@@ -466,28 +514,25 @@ public sealed interface Instr extends Rhs {
     }
 
     /**
-     * {@code %attention_softmax_grad(p, g, v[, x][, q], …, row_sums=…, dv=…)}: the softmax VJP of
-     * attention's probabilities p with dp = attention_qk(g, v) made inside it, ds =
-     * softmax_grad(p, dp); with row_sums also d; with x also dq = attention_pk(ds, x); with q also
-     * dk = attention_pq(ds, q); with dv also dv = attention_pq(p, g). Results: ds[, d][, dq][, dk][, dv].
+     * {@code %attention_with_lse(q, k, v[, sinks], …)}: attention(q, k, v[, sinks]) and, from the same
+     * online softmax, attention_lse(q, k[, sinks]). Results: out, lse.
      */
-    record AttentionSoftmaxGrad(Var p, Var g, Var v, Optional<Var> x, Optional<Var> q, AttnOpts opts,
-                                boolean rowSums, boolean dv) implements Fused {
-        public List<Var> operands() { return present(List.of(p, g, v), x, q); }
-        public String op() { return "attention_softmax_grad"; }
-        public int results() { return 1 + (rowSums ? 1 : 0) + (x.isPresent() ? 1 : 0) + (q.isPresent() ? 1 : 0) + (dv ? 1 : 0); }
+    record AttentionWithLse(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Fused {
+        public List<Var> operands() { return present(List.of(q, k, v), sinks); }
+        public String op() { return "attention_with_lse"; }
+        public int results() { return 2; }
     }
 
     /**
-     * {@code %attention_with_probs(q, k, v[, sinks], …, probs=…, shares=…)}: attention(q, k, v[, sinks])
-     * and, computed once with it, attention_probs(q, k[, sinks]) (probs) and its sink shares
-     * (shares, sink_column). Results: out[, probs][, shares].
+     * {@code %attention_backward(q, k, v, g, lse, d, …, dq=…, dk=…, dv=…)}: the attention_dq,
+     * attention_dk and attention_dv of one set of operands, those flagged, from one pass over the
+     * attended pairs (each pair's p and ds computed once). Results: dq[, dk][, dv], those flagged.
      */
-    record AttentionWithProbs(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts, boolean probs, boolean shares)
+    record AttentionBackward(Var q, Var k, Var v, Var g, Var lse, Var d, AttnOpts opts, boolean dq, boolean dk, boolean dv)
             implements Fused {
-        public List<Var> operands() { return present(List.of(q, k, v), sinks); }
-        public String op() { return "attention_with_probs"; }
-        public int results() { return 1 + (probs ? 1 : 0) + (shares ? 1 : 0); }
+        public List<Var> operands() { return List.of(q, k, v, g, lse, d); }
+        public String op() { return "attention_backward"; }
+        public int results() { return (dq ? 1 : 0) + (dk ? 1 : 0) + (dv ? 1 : 0); }
     }
 
     /** {@code %swiglu_sigmoid(gate, up)}: (gate.swiglu(up), gate.sigmoid()), σ computed once. */

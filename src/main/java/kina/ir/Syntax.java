@@ -227,9 +227,13 @@ public final class Syntax {
             internal("scatter_along_axis", List.of(T, T, Arg.TYPE), List.of(AXIS),
                     a -> new ScatterAlongAxis(a.integer("axis"), a.var(0), a.var(1), a.type(2)),
                     ScatterAlongAxis.class, i -> args(List.of(i.updates(), i.indices(), i.dest()), kws("axis", i.axis()))),
-            internal("attention_probs", List.of(T, T, OPT), concat(ATTENTION, shown("sink_column", KwKind.BOOL, false)),
-                    a -> new AttentionProbs(a.var(0), a.var(1), a.opt(2), attnOpts(a), a.bool("sink_column")),
-                    AttentionProbs.class, i -> args(Arrays.asList(i.q(), i.k(), i.sinks().orElse(null)), attnKw(i.opts(), "sink_column", i.sinkColumn()))),
+            internal("attention_lse", List.of(T, T, OPT), ATTENTION,
+                    a -> new AttentionLse(a.var(0), a.var(1), a.opt(2), attnOpts(a)),
+                    AttentionLse.class, i -> args(Arrays.asList(i.q(), i.k(), i.sinks().orElse(null)), attnKw(i.opts()))),
+            internal("attention_exp", List.of(T, T, T), ATTENTION,
+                    a -> new AttentionExp(a.var(0), a.var(1), a.var(2), attnOpts(a)),
+                    AttentionExp.class, i -> args(List.of(i.q(), i.k(), i.lse()), attnKw(i.opts()))),
+            grad(AttentionGrad.Wrt.Q), grad(AttentionGrad.Wrt.K), grad(AttentionGrad.Wrt.V),
             product(AttentionProduct.Form.QK), product(AttentionProduct.Form.PK), product(AttentionProduct.Form.PQ),
             // ---- IR-internal: the plan's fusions, made by its rewrite table
             internal("matmul_t", List.of(T, T), List.of(shown("transpose_a", KwKind.BOOL, false), shown("transpose_b", KwKind.BOOL, false)),
@@ -241,36 +245,24 @@ public final class Syntax {
             internal("softmax_grad", List.of(T, T), List.of(shown("row_sums", KwKind.BOOL, false)),
                     a -> new SoftmaxGrad(a.var(0), a.var(1), a.bool("row_sums")),
                     SoftmaxGrad.class, i -> args(List.of(i.p(), i.dp()), kws("row_sums", i.rowSums()))),
-            internal("attention_softmax_grad", List.of(T, T, T, Arg.TENSORS), concat(ATTENTION, shown("row_sums", KwKind.BOOL, false),
-                            shown("dq", KwKind.BOOL, false), shown("dk", KwKind.BOOL, false), shown("dv", KwKind.BOOL, false)),
-                    Syntax::attentionSoftmaxGrad,
-                    AttentionSoftmaxGrad.class, i -> args(List.of(i.p(), i.g(), i.v(), present(i.x(), i.q())),
-                            attnKw(i.opts(), "row_sums", i.rowSums(), "dq", i.x().isPresent(), "dk", i.q().isPresent(), "dv", i.dv()))),
-            internal("attention_with_probs", List.of(T, T, T, OPT), concat(ATTENTION, shown("probs", KwKind.BOOL, false), shown("shares", KwKind.BOOL, false)),
-                    a -> new AttentionWithProbs(a.var(0), a.var(1), a.var(2), a.opt(3), attnOpts(a), a.bool("probs"), a.bool("shares")),
-                    AttentionWithProbs.class, i -> args(Arrays.asList(i.q(), i.k(), i.v(), i.sinks().orElse(null)),
-                            attnKw(i.opts(), "probs", i.probs(), "shares", i.shares()))),
+            internal("attention_with_lse", List.of(T, T, T, OPT), ATTENTION,
+                    a -> new AttentionWithLse(a.var(0), a.var(1), a.var(2), a.opt(3), attnOpts(a)),
+                    AttentionWithLse.class, i -> args(Arrays.asList(i.q(), i.k(), i.v(), i.sinks().orElse(null)), attnKw(i.opts()))),
+            internal("attention_backward", List.of(T, T, T, T, T, T), concat(ATTENTION, shown("dq", KwKind.BOOL, false),
+                            shown("dk", KwKind.BOOL, false), shown("dv", KwKind.BOOL, false)),
+                    a -> new AttentionBackward(a.var(0), a.var(1), a.var(2), a.var(3), a.var(4), a.var(5), attnOpts(a),
+                            a.bool("dq"), a.bool("dk"), a.bool("dv")),
+                    AttentionBackward.class, i -> args(List.of(i.q(), i.k(), i.v(), i.g(), i.lse(), i.d()),
+                            attnKw(i.opts(), "dq", i.dq(), "dk", i.dk(), "dv", i.dv()))),
             internal("swiglu_sigmoid", List.of(T, T), List.of(), a -> new SwigluSigmoid(a.var(0), a.var(1)),
                     SwigluSigmoid.class, i -> args(i.gate(), i.up())),
             internal("elementwise", List.of(Arg.TENSORS, Arg.FN), List.of(), a -> new Elementwise(a.vars(0), a.fn(1)),
                     Elementwise.class, i -> args(i.inputs(), i.body())));
 
-    /** attention_softmax_grad's x (with dq=true) and q (with dk=true) are the extra tensors, in that order. */
-    private static Instr attentionSoftmaxGrad(Args a) {
-        List<Var> extra = a.vars(3);
-        boolean dq = a.bool("dq"), dk = a.bool("dk");
-        if (extra.size() != (dq ? 1 : 0) + (dk ? 1 : 0))
-            throw new IllegalArgumentException("attention_softmax_grad takes x with dq=true and q with dk=true: "
-                    + extra.size() + " extra operands for dq=" + dq + ", dk=" + dk);
-        return new AttentionSoftmaxGrad(a.var(0), a.var(1), a.var(2), dq ? Optional.of(extra.getFirst()) : Optional.empty(),
-                dk ? Optional.of(extra.getLast()) : Optional.empty(), attnOpts(a), a.bool("row_sums"), a.bool("dv"));
-    }
-
-    @SafeVarargs
-    private static List<Var> present(Optional<Var>... vs) {
-        List<Var> l = new ArrayList<>();
-        for (Optional<Var> v : vs) v.ifPresent(l::add);
-        return List.copyOf(l);
+    private static Form grad(AttentionGrad.Wrt wrt) {
+        return internal(wrt.op(), List.of(T, T, T, T, T, T), ATTENTION,
+                a -> new AttentionGrad(a.var(0), a.var(1), a.var(2), a.var(3), a.var(4), a.var(5), attnOpts(a), wrt),
+                AttentionGrad.class, i -> args(List.of(i.q(), i.k(), i.v(), i.g(), i.lse(), i.d()), attnKw(i.opts())));
     }
 
     private static Form product(AttentionProduct.Form form) {

@@ -698,7 +698,9 @@ public final class Emitter {
                 case L2Norm(var a, var eps) -> l2norm(out, x.apply(a), eps);
                 case Rope(var a, var c, var s, var heads, var rotary, var start) -> rope(out, x.apply(a), x.apply(c), x.apply(s), heads, rotary, start);
                 case Attention(var q, var k, var v, var sinks, var o) -> attention(out, x.apply(q), x.apply(k), x.apply(v), sinks.map(x), o, t);
-                case AttentionProbs(var q, var k, var sinks, var o, var col) -> attentionProbs(out, x.apply(q), x.apply(k), sinks.map(x), o, col, t);
+                case AttentionLse(var q, var k, var sinks, var o) -> attentionLse(out, x.apply(q), x.apply(k), sinks.map(x), o, t);
+                case AttentionExp(var q, var k, var lse, var o) -> attentionExp(out, x.apply(q), x.apply(k), x.apply(lse), o, t);
+                case AttentionGrad ag -> one(attentionGrad(l, ag), l);
                 case AttentionProduct(var a, var b, var o, var form) -> attentionProduct(out, x.apply(a), x.apply(b), o, form, t);
                 case TakeAlongAxis(var v, var i, var axis) -> takeAlongAxis(out, x.apply(v), x.apply(i), axis, t);
                 case Gather(var v, var i) -> gather(out, x.apply(v), x.apply(i), t);
@@ -722,19 +724,14 @@ public final class Emitter {
                 case MatmulT(var a, var b, var ta, var tb) -> List.of(x.apply(part(l, matmulT(l, a, b, ta, tb))));
                 case MatmulShared(var a, var bs, var ta, var tb) -> bs.stream().map(b -> x.apply(part(l, matmulT(l, a, b, ta, tb)))).toList();
                 case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(l, p, dp, rowSums).stream().map(x).toList();
-                case AttentionSoftmaxGrad(var p, var g, var v, var xs, var q, var o, var rowSums, var dv) -> {
-                    List<Var> out = new ArrayList<>(softmaxGrad(l, p, part(l, new AttentionProduct(g, v, o, AttentionProduct.Form.QK)), rowSums));
-                    Var ds = out.getFirst();
-                    xs.ifPresent(xv -> out.add(part(l, new AttentionProduct(ds, xv, o, AttentionProduct.Form.PK))));
-                    q.ifPresent(qv -> out.add(part(l, new AttentionProduct(ds, qv, o, AttentionProduct.Form.PQ))));
-                    if (dv) out.add(part(l, new AttentionProduct(p, g, o, AttentionProduct.Form.PQ)));
-                    yield out.stream().map(x).toList();
-                }
-                case AttentionWithProbs(var q, var k, var v, var sinks, var o, var probs, var shares) -> {
-                    List<Var> out = new ArrayList<>(List.of(part(l, new Attention(q, k, v, sinks, o))));
-                    if (probs) out.add(part(l, new AttentionProbs(q, k, sinks, o, false)));
-                    if (shares) out.add(part(l, new AttentionProbs(q, k, sinks, o, true)));
-                    yield out.stream().map(x).toList();
+                case AttentionWithLse(var q, var k, var v, var sinks, var o) -> List.of(
+                        x.apply(part(l, new Attention(q, k, v, sinks, o))), x.apply(part(l, new AttentionLse(q, k, sinks, o))));
+                case AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) -> {
+                    List<V> out = new ArrayList<>();
+                    if (dq) out.add(x.apply(attentionGrad(l, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.Q))));
+                    if (dk) out.add(x.apply(attentionGrad(l, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.K))));
+                    if (dv) out.add(x.apply(attentionGrad(l, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.V))));
+                    yield out;
                 }
                 case SwigluSigmoid(var g, var u) -> List.of(x.apply(part(l, new Swiglu(g, u))), x.apply(part(l, new Sigmoid(g))));
                 case Elementwise(var inputs, var body) -> elementwiseFn(l, inputs, body);
@@ -764,6 +761,35 @@ public final class Emitter {
             Var d = part(at, new Sum(part(at, new Mul(p, dp)), s.rank() - 1, true));
             Var ds = part(at, new Mul(p, part(at, new Sub(dp, part(at, new Broadcast(d, s))))));
             return rowSums ? List.of(ds, d) : List.of(ds);
+        }
+
+        /**
+         * attention_dq / _dk / _dv as the composition the blockwise kernel computes pair by pair:
+         * P = attention_exp(q, k, lse); dv = attention_pq(P, g); dS = P ⊙ (attention_qk(g, v) − d),
+         * dU = dS (1 − tanh²(u/C)) with a softcap (u = α attention_qk(q, k)); dq = α attention_pk(dU, k),
+         * dk = α attention_pq(dU, q). Not the kernel's blockwise order: equal within rounding.
+         */
+        private Var attentionGrad(Let at, AttentionGrad ag) {
+            AttnOpts o = ag.opts();
+            Var p = part(at, new AttentionExp(ag.q(), ag.k(), ag.lse(), o));
+            if (ag.wrt() == AttentionGrad.Wrt.V) return part(at, new AttentionProduct(p, ag.g(), o, AttentionProduct.Form.PQ));
+            TensorType pt = one(p, at).type();
+            Shape ps = pt.shape();
+            int r = ps.rank();
+            Var dp = part(at, new AttentionProduct(ag.g(), ag.v(), o, AttentionProduct.Form.QK));
+            Var dh = part(at, new Transpose(ag.d(), kina.ir.Perm.lastTwo(one(ag.d(), at).type().rank())));   // σ++[H, T]
+            Var db = part(at, new Broadcast(part(at, new Reshape(dh, ps.with(r - 1, 1))), ps));
+            Var du = part(at, new Mul(p, part(at, new Sub(dp, db))));
+            TensorType qt = one(ag.q(), at).type();
+            double al = o.alpha(qt.shape().dim(qt.rank() - 1) / o.heads());
+            if (o.softcap() > 0) {
+                Var u = part(at, new Mul(part(at, new AttentionProduct(ag.q(), ag.k(), o, AttentionProduct.Form.QK)), part(at, new Fill(pt, al))));
+                Var th = part(at, new Tanh(part(at, new Div(u, part(at, new Fill(pt, o.softcap()))))));
+                du = part(at, new Mul(du, part(at, new Sub(part(at, new Fill(pt, 1.0)), part(at, new Mul(th, th))))));
+            }
+            boolean dq = ag.wrt() == AttentionGrad.Wrt.Q;
+            Var prod = part(at, new AttentionProduct(du, dq ? ag.k() : ag.q(), o, dq ? AttentionProduct.Form.PK : AttentionProduct.Form.PQ));
+            return part(at, new Mul(prod, part(at, new Fill(one(prod, at).type(), al))));
         }
 
         /**
@@ -1303,20 +1329,11 @@ public final class Emitter {
 
         /** The probabilities [B, KV, G, T, L] (0 where not attended) and, with sinks, the sink shares [B, KV, G, T]. */
         private V[] probs(V q, V k, Optional<V> sinks, AttnOpts o) {
-            V dot = dots(q, k, o);
-            TensorType st = dot.type();
+            V sc = scores(q, k, o);
+            TensorType st = sc.type();
             DType d = st.dtype();
             String e = el(d);
-            long l = st.shape().dim(4), hd = q.type().shape().dim(q.type().rank() - 1) / o.heads();
-            double alpha = o.alpha(hd), cap = o.softcap();          // rounded to the dtype when printed
-            V sc = elementwise(fresh("scores"), st, List.of(dot), (b, a) -> {
-                String u = mul(b, d, a.getFirst(), b.cst(d, alpha));
-                if (cap > 0) {
-                    String c = b.cst(d, cap);
-                    u = mul(b, d, c, b.op("math.tanh " + div(b, d, u, c) + " : " + e));
-                }
-                return List.of(b.op("arith.select " + attended(b, b.index(3), b.index(4), o, l) + ", " + u + ", " + b.cst(d, Double.NEGATIVE_INFINITY) + " : " + e));
-            });
+            long l = st.shape().dim(4);
             V m = reduce(fresh("rowmax"), List.of(sc), List.of(), 4, d, Double.NEGATIVE_INFINITY,
                     (b, a) -> List.of(b.op("arith.maximumf " + a.get(0) + ", " + a.get(1) + " : " + e)));
             TensorType rt = m.type();
@@ -1345,7 +1362,25 @@ public final class Emitter {
                 share = generic(fresh("share"), 4, Set.of(), List.of(new Operand(zz, full(4)), new Operand(mm, full(4)), new Operand(s2.get(), "d1, d2")),
                         List.of(new Operand(new V(empty(rt), rt), full(4))), (b, a) -> List.of(div(b, d,
                                 b.op("math.exp " + b.op("arith.subf " + a.get(2) + ", " + a.get(1) + " : " + e) + " : " + e), a.get(0))));
-            return new V[] {p, share};
+            return new V[] {p, share, mm, zz};
+        }
+
+        /** The scores α q·k (softcapped) [B, KV, G, T, L], −inf where row t does not attend key j. */
+        private V scores(V q, V k, AttnOpts o) {
+            V dot = dots(q, k, o);
+            TensorType st = dot.type();
+            DType d = st.dtype();
+            String e = el(d);
+            long l = st.shape().dim(4), hd = q.type().shape().dim(q.type().rank() - 1) / o.heads();
+            double alpha = o.alpha(hd), cap = o.softcap();          // rounded to the dtype when printed
+            return elementwise(fresh("scores"), st, List.of(dot), (b, a) -> {
+                String u = mul(b, d, a.getFirst(), b.cst(d, alpha));
+                if (cap > 0) {
+                    String c = b.cst(d, cap);
+                    u = mul(b, d, c, b.op("math.tanh " + div(b, d, u, c) + " : " + e));
+                }
+                return List.of(b.op("arith.select " + attended(b, b.index(3), b.index(4), o, l) + ", " + u + ", " + b.cst(d, Double.NEGATIVE_INFINITY) + " : " + e));
+            });
         }
 
         /** [B, KV, G, T, L] as [B·KV, G·T, L]. */
@@ -1359,11 +1394,29 @@ public final class Emitter {
             return unqueries(out, bmm(batched(p), keys(v, o, false)), o, t);
         }
 
-        V attentionProbs(String out, V q, V k, Optional<V> sinks, AttnOpts o, boolean col, TensorType t) {
+        /** lse = m + log(z) per row and head from the softmax's row maximum m and denominator z (sink included), σ++[T, H]. */
+        V attentionLse(String out, V q, V k, Optional<V> sinks, AttnOpts o, TensorType t) {
             V[] ps = probs(q, k, sinks, o);
-            if (!col) return reshape(out, ps[0], t.shape());
-            if (ps[1] == null) return fill(out, t, 0);
-            return reshape(out, ps[1], t.shape());
+            V m = ps[2], z = ps[3];                                 // [B, KV, G, T]
+            DType d = m.type().dtype();
+            String e = el(d);
+            V lse = elementwise(fresh("lse"), m.type(), List.of(m, z), (b, a) -> List.of(add(b, d, a.get(0), b.op("math.log " + a.get(1) + " : " + e))));
+            return reshape(out, transpose(lse, 0, 3, 1, 2), t.shape());
+        }
+
+        /** exp(s − lse) at the attended pairs, +0.0 elsewhere, σ++[H, T, L] (lse σ++[T, H]). */
+        V attentionExp(String out, V q, V k, V lse, AttnOpts o, TensorType t) {
+            V sc = scores(q, k, o);
+            Shape s5 = sc.type().shape();
+            DType d = sc.type().dtype();
+            String e = el(d);
+            long l = s5.dim(4);
+            V l4 = transpose(reshape(fresh("lse"), lse, Shape.of(s5.dim(0), s5.dim(3), s5.dim(1), s5.dim(2))), 0, 2, 3, 1);   // [B, KV, G, T]
+            V ex = overRows(fresh("exps"), sc.type(), List.of(sc), List.of(l4), List.of(), 4, (b, a) -> {
+                String v = b.op("math.exp " + b.op("arith.subf " + a.get(0) + ", " + a.get(1) + " : " + e) + " : " + e);
+                return List.of(b.op("arith.select " + attended(b, b.index(3), b.index(4), o, l) + ", " + v + ", " + b.cst(d, 0) + " : " + e));
+            });
+            return reshape(out, ex, t.shape());
         }
 
         V attentionProduct(String out, V a, V b, AttnOpts o, AttentionProduct.Form form, TensorType t) {

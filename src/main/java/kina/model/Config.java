@@ -62,6 +62,19 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         return new Config(name, v, dModel, heads, kvHeads, seq, layers, mlpHidden, ropeBase, eps, toy);
     }
 
+    /** The longest sequence {@code --seq} takes. */
+    public static final int MAX_SEQ = 4096;
+
+    /**
+     * This config at another sequence length (train's and bench's {@code --seq}), the rest unchanged.
+     *
+     * @throws ConfigError when {@code seq} is not in [1, {@link #MAX_SEQ}]
+     */
+    public Config withSeq(int seq) {
+        if (seq < 1 || seq > MAX_SEQ) throw new ConfigError(name, "--seq " + seq + ": must be in [1, " + MAX_SEQ + "]");
+        return new Config(name, vocab, dModel, heads, kvHeads, seq, layers, mlpHidden, ropeBase, eps, toy);
+    }
+
     /** Features per head: dModel / heads. */
     public int headDim() { return dModel / heads; }
 
@@ -74,7 +87,12 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
                 new Config("storylm0", 8, 4, 2, 2, 4, 1, 0, ROPE_BASE, EPS, true),
                 of("tiny", 256, 64, 2, 64, 2, 172),
                 of("small", 256, 128, 4, 128, 2, 344),
-                of("medium", 256, 256, 8, 256, 4, 688)))
+                of("medium", 256, 256, 8, 256, 4, 688),
+                // medium's shape at a long context: its attention is blockwise (memory linear in seq);
+                // train and bench take --seq up to MAX_SEQ
+                of("long", 256, 256, 8, 1024, 4, 688),
+                // llama2.c's TinyStories 15M shape, over bytes instead of its 32000-piece vocabulary
+                of("stories15m", 256, 288, 6, 256, 6, 768)))
             m.put(c.name(), c);
         return Collections.unmodifiableMap(m);
     }

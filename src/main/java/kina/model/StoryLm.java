@@ -332,10 +332,13 @@ public final class StoryLm {
      * at every step, which on medium cost more than the step). Result: (logits, l0_k_cache',
      * l0_v_cache', …), the caches updated in place by the plan when carried.
      *
-     * <p>Attention is written in the vocabulary: per kv group the scores q·K by matmul, × 1/√hd, +
-     * mask, softmax, @ V. That is the fused attention's arithmetic step for step (one fma chain per
-     * score and per output from −0.0, the same max, exps and sum order; masked positions add exact
-     * zeros), so the logits equal the window program's row P bit for bit. The new key and value go
+     * <p>The scores are written in the vocabulary: per kv group q·K by matmul (one fma chain from
+     * −0.0, as attention's), × 1/√hd, + mask. The online softmax and the product with V are the
+     * attention instruction's own, run on those scores: one unit query row (1 at each head's feature
+     * 0) against keys whose feature 0 is the score and the rest 0, at scale 1 and start L − 1, so
+     * each score it computes is the one given (fma(1, s, −0.0) = s, then exact zeros). Its blocks are
+     * the window's; the masked positions (−1e9) raise no block's maximum and add exact zeros to the
+     * sum and the output, so the logits equal the window program's row P bit for bit. The new key and value go
      * in as cache·(1 − onehot) + new·onehot, elementwise (exact: a product by 1 or 0, then a sum
      * with ±0): the plan has native kernels for that, where set_rows would take its generic one.
      */
@@ -367,6 +370,14 @@ public final class StoryLm {
         Var keepV = b.let("keep_v", b.broadcast(b.reshape(keep, new Shape(1, l, 1)), vShape));
         Var putV = b.let("put_v", b.broadcast(b.reshape(onehot, new Shape(1, l, 1)), vShape));
         Var x = b.let("x0", b.gather(w.get("emb"), id));                                       // [1, D]
+        double[] first = new double[hd], unit = new double[h * hd];
+        first[0] = 1;
+        for (int hh = 0; hh < h; hh++) unit[hh * hd] = 1;
+        Shape scoreKeys = new Shape(l, h, hd);
+        Var firstB = b.let("first_b", b.broadcast(b.literal(f32(1, 1, hd), new Payload(first)), scoreKeys));
+        Var unitQ = b.let("unit_q", b.literal(f32(1, (long) h * hd), new Payload(unit)));
+        // one query row attending all L keys (start L − 1), kv heads = heads, scale 1: its scores are the s given as keys
+        AttnOpts scoreOnly = new AttnOpts(h, h, 1.0, 0.0, 0, 0, l - 1);
         List<Var> out = new ArrayList<>();
         int step = 0;
         for (int k = 0; k < c.layers(); k++) {
@@ -385,8 +396,13 @@ public final class StoryLm {
             out.add(vc);
             Var q3 = b.let(pre + "q3", b.reshape(qr, new Shape(kv, g, hd)));                     // query head kv·G + g
             Var s = b.let(pre + "s", b.add(b.mul(b.matmul(q3, kc), alphaB), maskB));          // [KV, G, L]
-            Var p = b.let(pre + "p", b.softmax(s, 2));
-            Var att = b.let(pre + "att", b.reshape(b.matmul(p, vc), new Shape(1, (long) h * hd)));
+            // The scores as keys [L, H·hd] of a unit query: head h's feature 0 is s_h,j, the rest 0
+            Var sk = b.let(pre + "s_keys", b.reshape(b.mul(b.broadcast(
+                    b.reshape(b.transpose(b.reshape(s, new Shape(h, l)), new Perm(1, 0)), new Shape(l, h, 1)), scoreKeys), firstB),
+                    new Shape(l, (long) h * hd)));
+            Var vh = b.let(pre + "v_heads", b.reshape(b.transpose(b.broadcast(b.reshape(vc, new Shape(kv, 1, l, hd)), new Shape(kv, g, l, hd)),
+                    new Perm(2, 0, 1, 3)), new Shape(l, (long) h * hd)));                      // [L, H·hd]: head h is kv head h / G
+            Var att = b.let(pre + "att", b.attention(unitQ, sk, vh, Optional.empty(), scoreOnly));
             Var o = b.let(pre + "o", b.matmul(att, w.get(pre + "wo")));
             x = b.let("x" + (++step), b.add(x, o));
             if (c.mlpHidden() > 0) {

@@ -194,19 +194,25 @@ public final class Trainer {
     /**
      * The outcome of a run: it trained from step {@code fromStep} (0, or the resumed checkpoint's
      * step) to step {@code steps}; {@code tokens} counts only the steps this run trained.
+     * {@code arenaBytes}: the compiled plans' arenas (the step's and validation's reused buffers),
+     * −1 with the interpreter; {@code peakRssBytes}: the process's peak resident set, −1 where the
+     * system does not tell it.
      */
     public record Summary(Config config, long fromStep, long steps, long tokens, double trainLoss, double valLoss, double baseline,
-                          Duration time, Path checkpoint, Path plot, List<double[]> trainCurve, List<double[]> valCurve) {
+                          Duration time, Path checkpoint, Path plot, List<double[]> trainCurve, List<double[]> valCurve,
+                          long arenaBytes, long peakRssBytes) {
         public String line() {
             // A resumed run says both ends, so the token count is plainly this run's share.
             String what = fromStep == 0
                     ? String.format(Locale.ROOT, "for %d steps (%,d tokens)", steps, tokens)
                     : String.format(Locale.ROOT, "from step %d to step %d (%d step%s, %,d tokens)", fromStep, steps,
                             steps - fromStep, steps - fromStep == 1 ? "" : "s", tokens);
+            String memory = (arenaBytes >= 0 ? String.format(Locale.ROOT, "; arena %s", mib(arenaBytes)) : "")
+                    + (peakRssBytes > 0 ? String.format(Locale.ROOT, "; peak RSS %s", mib(peakRssBytes)) : "");
             return String.format(Locale.ROOT,
                     "trained %s %s in %s: train loss %.4f, validation loss %.4f nats/byte "
-                            + "(unigram baseline %.4f); checkpoint %s; loss curve %s",
-                    config.name(), what, human(time), trainLoss, valLoss, baseline, checkpoint, plot);
+                            + "(unigram baseline %.4f); checkpoint %s; loss curve %s%s",
+                    config.name(), what, human(time), trainLoss, valLoss, baseline, checkpoint, plot, memory);
         }
     }
 
@@ -220,7 +226,7 @@ public final class Trainer {
         this.o = options;
         this.corpus = corpus;
         this.c = options.config();
-        if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium or --config FILE.json)");
+        if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium, long, stories15m or --config FILE.json)");
         Tokenizer tok = options.tokenizer();
         if (c.vocab() != tok.vocab())
             throw new ConfigError(c.name(), "vocab must be " + tok.vocab() + " for the " + (tok instanceof ByteTokenizer ? "byte-level" : "BPE")
@@ -382,13 +388,23 @@ public final class Trainer {
                 notes.printf(Locale.ROOT, "note: the checkpoint's steps were %s; these are %s (losses will differ from an uninterrupted run)%n",
                         stepKind((int) m), stepKind(o.microBatches()));
         }
-        if (o.out() != null) requireOutDir(o.out());   // created only once the checkpoint is known to fit
         // Validation runs at the micro-batch size too, so a large batch needs no large forward pass.
         Runner eval = o.engine().compile(compile(StoryLm.lossOnly(c, o.batch() / pieces())));
         Batches valid = o.tokenizer() instanceof ByteTokenizer ? corpus.validBatches(o.batch(), c.seq(), o.seed())
                 : corpus.validBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
         Step steps = o.microBatches() == 0 ? new WholeStep() : new TreeStep();   // closed with the progress bar
         Runner step = steps.state();
+        // Weights and moments are carried by the step from run to run (in the plan's float buffers,
+        // outside its arena); they come out as Tensors only to validate and to save.
+        step.carry(carried(c, o.optimizer()));
+        long arena;
+        try {
+            arena = requireMemory(c, o.batch(), o.optimizer(), step, eval);   // before the plans allocate their arenas
+        } catch (RuntimeException e) {
+            steps.close();
+            throw e;
+        }
+        if (o.out() != null) requireOutDir(o.out());   // created only once the checkpoint and the step are known to fit
         double baseline = corpus.unigramEntropyNats();
 
         Map<String, Tensor> w = new LinkedHashMap<>();
@@ -409,9 +425,6 @@ public final class Trainer {
         log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, engine %s%s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
                 o.engine().name().toLowerCase(Locale.ROOT), steps.describe());
-        // Weights and moments are carried by the step from run to run (in the plan's float buffers);
-        // they come out as Tensors only to validate and to save.
-        step.carry(carried(c, o.optimizer()));
         w.forEach(step::set);
         state.forEach(step::set);
         List<String> wNames = List.copyOf(w.keySet()), stateNames = List.copyOf(state.keySet());   // the order checkpoints are written in
@@ -472,7 +485,57 @@ public final class Trainer {
         }
         long done = Math.max(0, o.steps() - start);
         return new Summary(c, start, o.steps(), done * tokensPerStep, lastLoss, lastVal, baseline,
-                Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve);
+                Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve, arena, peakRssBytes());
+    }
+
+    /**
+     * The arenas of the plans among {@code runners} (−1 when none is a plan), after checking that
+     * they, their constants and the carried weights and optimizer moments fit in the heap the JVM
+     * may grow to ({@link Runtime#maxMemory}); a plan allocates its arena on its first run, so this
+     * comes before any. Throws a one-line KinaException saying how much the step needs otherwise.
+     */
+    public static long requireMemory(Config c, int batch, Optimizer opt, Runner... runners) {
+        long arena = 0, constants = 0;
+        boolean any = false;
+        for (Runner r : runners)
+            if (r instanceof PlanRunner(Plan p)) {
+                arena += p.arenaBytes();
+                constants += p.constantBytes();
+                any = true;
+            }
+        if (!any) return -1;
+        long params = 0;
+        for (StoryLm.Weight w : StoryLm.weights(c)) {
+            long n = 1;
+            for (long d : w.shape()) n *= d;
+            params += n;
+        }
+        long carried = params * Float.BYTES * carried(c, opt).size() / StoryLm.weights(c).size();   // weights and moments
+        long need = arena + constants + carried, max = Runtime.getRuntime().maxMemory();
+        if (max != Long.MAX_VALUE && need > max)
+            throw new kina.ir.KinaException(null, String.format(Locale.ROOT,
+                    "config %s at seq %d, batch %d: the train step needs %s (arena %s, weights and optimizer state %s) "
+                            + "but the JVM may use %s; lower --batch or --seq, or raise the limit (KINA_JAVA_OPTS=-Xmx%dg)",
+                    c.name(), c.seq(), batch, mib(need), mib(arena), mib(carried + constants), mib(max),
+                    (long) Math.ceil(need * 1.25 / (1L << 30))));
+        return arena;
+    }
+
+    /** Bytes in MiB or GiB, one decimal: {@code 312.4 MiB}, {@code 6.2 GiB}. */
+    static String mib(long bytes) {
+        return bytes >= 1L << 30 ? String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30))
+                : String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
+    }
+
+    /** The process's peak resident set in bytes (VmHWM of /proc/self/status), −1 where there is none (not Linux). */
+    public static long peakRssBytes() {
+        try {
+            for (String l : Files.readAllLines(Path.of("/proc/self/status")))
+                if (l.startsWith("VmHWM:")) return Long.parseLong(l.replaceAll("[^0-9]", "")) * 1024;
+        } catch (IOException | RuntimeException e) {
+            return -1;       // no procfs
+        }
+        return -1;
     }
 
     /** Creates {@code out} (and its parents) up front, so a bad --out fails before training, not at the first checkpoint. */

@@ -7,9 +7,9 @@ import jdk.incubator.vector.VectorSpecies;
 import kina.kernels.Parallel;
 
 /**
- * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ), and QK fused with
- * the softmax backward (and the PK and PQ products that read its ds and p) ({@link #qkSoftmaxGrad}): the same bits as
- * Kernels.attentionProduct and the steps they replace. Every output is one fma chain from −0.0 over the attended pairs in the
+ * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ), and the helpers the
+ * attention kernels share with them ({@link #transposeKeys}, {@link #dots4}, {@link #pkRow}, {@link #pqRows}): the same bits as
+ * Kernels.attentionProduct. Every output is one fma chain from −0.0 over the attended pairs in the
  * instruction's order; lanes run across independent outputs (keys for QK, features e for PK and
  * PQ), and a lanewise fma is Math.fma per lane, so the chains are the oracle's. Pairs that are not
  * attended are never computed: a causal product costs half of a matmul's work.
@@ -32,8 +32,7 @@ final class AttentionProducts {
 
     /**
      * This thread's scratch ({@link Scratch#products}), [0] to [3] at least n0 … n3 floats long: QK [0]
-     * = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head; qkSoftmaxGrad also [2] = 4
-     * product rows, [3] = the PK operand's head. Copies are contiguous, in blocks of a constant
+     * = 4 score rows, [1] = bᵀ of one head; PK and PQ [1] = x's head. Copies are contiguous, in blocks of a constant
      * width: C2 drops the range checks of an index j·constant + offset, not of j·stride, and walking
      * a head in place (rows H·hd floats apart, often 512 bytes) kept only a few L1 sets busy.
      */
@@ -96,10 +95,10 @@ final class AttentionProducts {
 
     /**
      * Four rows' chains (row i's a at aOff + i·aStride) against the keys of whole vectors from j0
-     * (a multiple of KB) past j1: p[i·ps + j] = fma over e from −0.0. Lanes past the last key read
-     * kt's padding: callers ignore them.
+     * (a multiple of KB) past j1: p[pOff + i·ps + j] = fma over e from −0.0. Lanes past the last key
+     * read kt's padding: callers ignore them.
      */
-    static void dots4(float[] a, int aOff, int aStride, float[] kt, int hd, int j0, int j1, float[] p, int ps) {
+    static void dots4(float[] a, int aOff, int aStride, float[] kt, int hd, int j0, int j1, float[] p, int pOff, int ps) {
         int s2 = 2 * aStride, s3 = 3 * aStride, aEnd = aOff + hd;
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         int j = j0;
@@ -118,10 +117,11 @@ final class AttentionProducts {
                 x = FloatVector.broadcast(FS, a[ai + s3]);
                 d0 = x.fma(k0, d0); d1 = x.fma(k1, d1);
             }
-            a0.intoArray(p, j); a1.intoArray(p, j + LANES);
-            b0.intoArray(p, ps + j); b1.intoArray(p, ps + j + LANES);
-            c0.intoArray(p, 2 * ps + j); c1.intoArray(p, 2 * ps + j + LANES);
-            d0.intoArray(p, 3 * ps + j); d1.intoArray(p, 3 * ps + j + LANES);
+            int o = pOff + j;
+            a0.intoArray(p, o); a1.intoArray(p, o + LANES);
+            b0.intoArray(p, ps + o); b1.intoArray(p, ps + o + LANES);
+            c0.intoArray(p, 2 * ps + o); c1.intoArray(p, 2 * ps + o + LANES);
+            d0.intoArray(p, 3 * ps + o); d1.intoArray(p, 3 * ps + o + LANES);
         }
         if (j < j1) {                                   // the first half of a block
             FloatVector a0 = z, b0 = z, c0 = z, d0 = z;
@@ -132,10 +132,10 @@ final class AttentionProducts {
                 c0 = FloatVector.broadcast(FS, a[ai + s2]).fma(k0, c0);
                 d0 = FloatVector.broadcast(FS, a[ai + s3]).fma(k0, d0);
             }
-            a0.intoArray(p, j);
-            b0.intoArray(p, ps + j);
-            c0.intoArray(p, 2 * ps + j);
-            d0.intoArray(p, 3 * ps + j);
+            a0.intoArray(p, pOff + j);
+            b0.intoArray(p, pOff + ps + j);
+            c0.intoArray(p, pOff + 2 * ps + j);
+            d0.intoArray(p, pOff + 3 * ps + j);
         }
     }
 
@@ -167,143 +167,9 @@ final class AttentionProducts {
         if (jhi < 0) return;
         int j0 = jlo / KB * KB;
         if (hd == 0) Arrays.fill(p, 0, nr * ps, 0f);
-        else if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, p, ps);
+        else if (nr == 4) dots4(a, aOff, aStride, kt, hd, j0, jhi + 1, p, 0, ps);
         else for (int i = 0; i < nr; i++) dots1(a, aOff + i * aStride, kt, hd, j0, jhi + 1, p, i * ps);
     }
-
-    // ---- QK then the softmax backward: ds = p·(qk(g, v) − Σ p·qk(g, v)) -------------------------------
-
-    /**
-     * Rows per group of {@link #qkSoftmaxGrad}'s dK and dV products: a multiple of its 4-row blocks
-     * whose ds rows (l floats each) take at most 256 KB, and p's as much (together this machine's
-     * L2), so they are still cached when the group's products read them; at least 16 rows (more
-     * than 256 KB each past l = 4096). One medium layer (T = L = 256: one group per head), 1
-     * thread: 16-row groups ran slower than the separate attention_pq passes (20.8 against 17.1 ms
-     * with the fused row pass), 64 rows 6 % faster, 128 and 256 rows 8–11 % faster.
-     */
-    static int pqGroup(int l) { return Math.max(16, 65_536 / Math.max(l, 1) / 4 * 4); }
-
-    /**
-     * attention_qk(a, b) and the softmax backward over it in one pass (Plan.qkSoftmaxGrads), the bits
-     * of {@link #qk} then PlanKernels.softmaxGrad: per row of head h, dp_j = QK's chain for j in
-     * [lo, hi] and +0.0 elsewhere; d = Σ_j p_j·dp_j, products folded in increasing j over the whole
-     * row; ds_j = p_j·(dp_j − d). The kernel reads and computes [lo, hi] only: p is attention_probs
-     * with the same mask, so a left-out pair's product is +0.0·+0.0, and adding +0.0 to a sequential
-     * float fold changes nothing but a −0.0 total (a sum is −0.0 only when every term is), so d is
-     * the fold over [lo, hi], then + 0.0 when the row leaves any pair out; a left-out ds_j is
-     * +0.0·(+0.0 − d). With x non-null it also writes dq = attention_pk(ds, x) (x [batch, l, KV·hd], b's type,
-     * dq [batch, rows, H·hd]) from the ds rows just written, {@link #pk}'s chains. a [batch, rows,
-     * H·hd], b [batch, l, KV·hd]; p, ds [batch, H, rows, l]; d [batch, H, rows] or null (not wanted).
-     * With {@code attendedOnly} ds is written at [lo, hi] alone (Plan.attendedOnly).
-     *
-     * <p>With qx, dk, dv non-null it also writes dk = attention_pq(ds, qx) and dv = attention_pq(p, a)
-     * (qx, a [batch, rows, H·hd]; dk, dv [batch, l, KV·hd]; needs one kv head per head): every
-     * {@link #pqGroup} rows, while their ds and p rows are in cache, {@link #pqRows} continues every
-     * key's chains over them, groups in increasing t, so each chain is {@link #pq}'s (from −0.0 in
-     * increasing t; +0.0 for a key no row attends). The chains run in a per-thread [l, hd] scratch,
-     * copied out at the end of the head. With ds null (no reader outside this kernel: dk non-null),
-     * ds lives only in a per-thread scratch of one group of rows.
-     */
-    static void qkSoftmaxGrad(PlanKernels.Attn g, float[] a, float[] b, float[] p, float[] ds, float[] d, float[] x, float[] dq,
-                              float[] qx, float[] dk, float[] dv, boolean attendedOnly) {
-        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
-        if ((dk != null || dv != null) && grp != 1) throw new IllegalArgumentException("dk and dv need one kv head per head");
-        if (ds == null && dk == null) throw new IllegalArgumentException("ds is stored unless dk reads it here");
-        if (l == 0) {
-            if (d != null) Arrays.fill(d, 0, g.batch() * h * rows, 0f);
-            if (dq != null) Arrays.fill(dq, 0, g.batch() * rows * aStride, 0f);
-            return;
-        }
-        int[][] kr = dk != null || dv != null ? keyRows(g) : null;
-        int group = pqGroup(l);
-        long cost = (long) g.batch() * h * rows * l * (hd * (1 + (dk != null ? 1 : 0) + (dv != null ? 1 : 0)) + 6) / 2;
-        Parallel.forEach(g.batch() * h, cost, bh -> {
-            int bt = bh / h, hh = bh % h, kBase = bt * l * bStride + hh * hd, sHead = (bt * h + hh) * rows * l;
-            // [0], [1]: dK's, dV's chains, [l, hd]; [2], [3]: a group's q, g rows in panels; [4]: a group's ds rows when ds is not stored
-            float[][] acc = Scratch.get().pq;
-            int need = Math.min(group, rows) * hd;
-            if (kr != null) for (int k = 0; k < 4; k++) if (acc[k].length < (k < 2 ? l * hd : need)) acc[k] = new float[k < 2 ? l * hd : need];
-            if (ds == null && acc[4].length < Math.min(group, rows) * l) acc[4] = new float[Math.min(group, rows) * l];
-            float[] dsA = ds != null ? ds : acc[4];
-            if (dk != null) Arrays.fill(acc[0], 0, l * hd, -0.0f);
-            if (dv != null) Arrays.fill(acc[1], 0, l * hd, -0.0f);
-            int blocks = hd / EB, xBase = bt * l * bStride + (hh / grp) * hd, yBase = bt * rows * aStride + hh * hd;
-            float[][] sc = scratch(4 * ps, kBlocks * hd * KB, 4 * ps, x == null ? 0 : blocks * l * EB);
-            Scratch blk = Scratch.get();
-            float[] dp = sc[0], kt = sc[1], m = sc[2], xp = sc[3], z = blk.blockZ;
-            int[] los = blk.blockLo, his = blk.blockHi;
-            transposeKeys(b, bt * l * bStride + (hh / grp) * hd, bStride, l, hd, kt);
-            if (x != null) headBlocks(x, xBase, bStride, l, EB, blocks, xp);
-            for (int r0 = 0; r0 < rows; r0 += 4) {
-                int nr = Math.min(4, rows - r0);
-                boolean all = nr == 4;
-                for (int i = 0; i < nr; i++) {
-                    los[i] = lo(g, r0 + i);
-                    his[i] = g.hi(r0 + i);
-                    if (los[i] > his[i]) all = false;
-                }
-                blockDots(g, r0, nr, a, (bt * rows + r0) * aStride + hh * hd, aStride, kt, dp, ps);
-                int base0 = ((bt * h + hh) * rows + r0) * l, g0 = r0 / group * group;
-                int dsBase = ds != null ? base0 : (r0 - g0) * l;   // this block's ds rows in dsA
-                for (int i = 0; i < nr; i++) {              // the products, and each fold's first term
-                    int rl = los[i], rh = his[i], pb = base0 + i * l;
-                    if (rl > rh) continue;
-                    int j = rl;
-                    for (int end = rh + 1 - LANES; j <= end; j += LANES)
-                        FloatVector.fromArray(FS, p, pb + j).mul(FloatVector.fromArray(FS, dp, i * ps + j)).intoArray(m, i * ps + j);
-                    for (; j <= rh; j++) m[i * ps + j] = p[pb + j] * dp[i * ps + j];
-                    z[i] = m[i * ps + rl];
-                }
-                if (!all || !PlanKernels.zFold4(m, ps, los, his, z))
-                    for (int i = 0; i < nr; i++) {
-                        if (los[i] > his[i]) continue;
-                        float zi = z[i];
-                        for (int j = i * ps + los[i] + 1, end = i * ps + his[i] + 1; j < end; j++) zi = zi + m[j];
-                        z[i] = zi;
-                    }
-                for (int i = 0; i < nr; i++) {
-                    int rl = los[i], rh = his[i], pb = base0 + i * l, qb = dsBase + i * l;
-                    float t = rl > rh ? 0f : rl > 0 || rh < l - 1 ? z[i] + 0f : z[i];
-                    if (d != null) d[(bt * h + hh) * rows + r0 + i] = t;
-                    float out = 0f * (0f - t);                  // a left-out pair: p = dp = +0.0
-                    boolean full = !attendedOnly && ds != null;
-                    if (rl > rh) { if (full) Arrays.fill(ds, pb, pb + l, out); continue; }
-                    if (full) Arrays.fill(ds, pb, pb + rl, out);
-                    int j = rl;
-                    for (int end = rh + 1 - LANES; j <= end; j += LANES)
-                        FloatVector.fromArray(FS, p, pb + j).mul(FloatVector.fromArray(FS, dp, i * ps + j).sub(t)).intoArray(dsA, qb + j);
-                    for (; j <= rh; j++) dsA[qb + j] = p[pb + j] * (dp[i * ps + j] - t);
-                    if (full) Arrays.fill(ds, pb + rh + 1, pb + l, out);
-                }
-                if (kr != null && ((r0 + nr) % group == 0 || r0 + nr == rows)) {
-                    int t0 = (r0 + nr - 1) / group * group, t1 = r0 + nr;
-                    if (dk != null) {
-                        packRows(qx, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[2]);
-                        pqRows(dsA, l, ds != null ? sHead : -t0 * l, acc[2], t0, t1, kr[0], kr[1], hd, acc[0], 0, hd);
-                    }
-                    if (dv != null) {
-                        packRows(a, (bt * rows + t0) * aStride + hh * hd, aStride, t1 - t0, hd, acc[3]);
-                        pqRows(p, l, sHead, acc[3], t0, t1, kr[0], kr[1], hd, acc[1], 0, hd);
-                    }
-                }
-                if (x == null) continue;
-                int i = 0;
-                for (; i + 1 < nr; i += 2)
-                    pkPair(dsA, dsBase + i * l, dsBase + (i + 1) * l, los[i], his[i], los[i + 1], his[i + 1], xp, l, blocks,
-                            x, xBase, bStride, hd, dq, yBase + (r0 + i) * aStride, yBase + (r0 + i + 1) * aStride);
-                if (i < nr) pkRow(dsA, dsBase + i * l, los[i], his[i], x, xBase, bStride, hd, 0, dq, yBase + (r0 + i) * aStride);
-            }
-            for (int k = 0; k < 2 && kr != null; k++) {
-                float[] y = k == 0 ? dk : dv;
-                if (y == null) continue;
-                for (int j = 0; j < l; j++)                             // no term: +0.0, not the chain's −0.0
-                    if (kr[0][j] > kr[1][j]) Arrays.fill(y, kBase + j * bStride, kBase + j * bStride + hd, 0f);
-                    else System.arraycopy(acc[k], j * hd, y, kBase + j * bStride, hd);
-            }
-        });
-    }
-
 
     /** n rows of one head (row i's hd features at x[off + i·stride]) into xp as {@link #pqRows} reads them: [panel][n][PQ_FEATS], then [n][tail]. */
     static void packRows(float[] x, int off, int stride, int n, int hd, float[] xp) {
@@ -347,7 +213,7 @@ final class AttentionProducts {
             for (; t + 1 < rows; t += 2)
                 pkPair(s, sBase + t * l, sBase + (t + 1) * l, lo(g, t), g.hi(t), lo(g, t + 1), g.hi(t + 1),
                         xp, l, blocks, x, xBase, xStride, hd, y, yBase + t * yStride, yBase + (t + 1) * yStride);
-            if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), x, xBase, xStride, hd, 0, y, yBase + t * yStride);
+            if (t < rows) pkRow(s, sBase + t * l, lo(g, t), g.hi(t), x, xBase, xStride, hd, 0, y, yBase + t * yStride, false);
         });
     }
 
@@ -424,24 +290,28 @@ final class AttentionProducts {
             }
         }
         if (e < hd) {
-            pkRow(s, sA, loA, hiA, x, xBase, xStride, hd, e, y, yA);
-            pkRow(s, sB, loB, hiB, x, xBase, xStride, hd, e, y, yB);
+            pkRow(s, sA, loA, hiA, x, xBase, xStride, hd, e, y, yA, false);
+            pkRow(s, sB, loB, hiB, x, xBase, xStride, hd, e, y, yB, false);
         }
     }
 
-    /** y[yOff + e] = fma chain over j in [lo, hi] of s[sOff + j]·x[xBase + j·xStride + e], e in [e0, hd); +0.0 when lo > hi. */
-    static void pkRow(float[] s, int sOff, int lo, int hi, float[] x, int xBase, int xStride, int hd, int e0, float[] y, int yOff) {
-        if (lo > hi) { Arrays.fill(y, yOff + e0, yOff + hd, 0f); return; }
+    /**
+     * y[yOff + e] = fma chain over j in [lo, hi] of s[sOff + j]·x[xBase + j·xStride + e], e in [e0, hd);
+     * +0.0 when lo > hi. With {@code cont} each chain continues from y (and an empty range leaves y).
+     */
+    static void pkRow(float[] s, int sOff, int lo, int hi, float[] x, int xBase, int xStride, int hd, int e0, float[] y, int yOff,
+                      boolean cont) {
+        if (lo > hi) { if (!cont) Arrays.fill(y, yOff + e0, yOff + hd, 0f); return; }
         FloatVector z = FloatVector.broadcast(FS, -0.0f);
         int e = e0;
         for (; e + LANES <= hd; e += LANES) {
-            FloatVector acc = z;
+            FloatVector acc = cont ? FloatVector.fromArray(FS, y, yOff + e) : z;
             for (int j = lo, endHi = hi + 1; j < endHi; j++)
                 acc = FloatVector.broadcast(FS, s[sOff + j]).fma(FloatVector.fromArray(FS, x, xBase + j * xStride + e), acc);
             acc.intoArray(y, yOff + e);
         }
         for (; e < hd; e++) {
-            float acc = -0.0f;
+            float acc = cont ? y[yOff + e] : -0.0f;
             for (int j = lo, endHi = hi + 1; j < endHi; j++) acc = Math.fma(s[sOff + j], x[xBase + j * xStride + e], acc);
             y[yOff + e] = acc;
         }
@@ -450,7 +320,7 @@ final class AttentionProducts {
     // ---- PQ: y[j, c, e] = Σ_{h of c} Σ_{t attending j} s[h, t, j]·x[t, h, e] ----------------------
 
     /** Keys per tile of {@link #pq} (rows of sgemm's register tile) and features per tile (two vectors). */
-    private static final int PQ_KEYS = kina.kernels.Matmul.Tile.ROWS, PQ_FEATS = kina.kernels.Matmul.Tile.COLS;
+    static final int PQ_KEYS = kina.kernels.Matmul.Tile.ROWS, PQ_FEATS = kina.kernels.Matmul.Tile.COLS;
 
     /**
      * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
@@ -477,7 +347,7 @@ final class AttentionProducts {
             for (int hh = c * grp; hh < (c + 1) * grp; hh++) {
                 int col = (bt * h + hh) * rows * l;             // s read in place: a copy cost more than its strided reads (T = 256)
                 packRows(x, bt * rows * xStride + hh * hd, xStride, rows, hd, xp);
-                pqRows(s, l, col, xp, 0, rows, tLo, tHi, hd, y, yBase, yStride);
+                pqRows(s, l, l, col, xp, 0, rows, tLo, tHi, hd, y, yBase, yStride);
             }
             for (int j = 0; j < l; j++)                                 // no term: +0.0, not the chain's −0.0
                 if (tLo[j] > tHi[j] || grp == 0) Arrays.fill(y, yBase + j * yStride, yBase + j * yStride + hd, 0f);
@@ -485,33 +355,37 @@ final class AttentionProducts {
     }
 
     /**
-     * One head's PQ chains over rows [t0, t1): key j (of ls: s's rows hold every key, ls = l) takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
+     * One head's PQ chains over rows [t0, t1): key j &lt; keys (s's rows ls apart) takes its rows [max(tLo[j], t0), min(tHi[j], t1 − 1)],
      * in increasing t, continuing the chains in y (key j's row at yBase + j·yStride); s at s[col + t·ls + j]; x's rows t0 … t1 − 1 copied in xp as [panel][t1 − t0][PQ_FEATS],
      * then [t1 − t0][tail]. Per tile of PQ_KEYS keys the rows all of them attend run on sgemm's
-     * micro-kernel, the others as single-key chains before and after.
+     * micro-kernel (a last tile of four keys on {@link #pq4}), the others as single-key chains before and after.
      */
-    static void pqRows(float[] s, int ls, int col, float[] xp, int t0, int t1, int[] tLo, int[] tHi, int hd,
+    static void pqRows(float[] s, int ls, int keys, int col, float[] xp, int t0, int t1, int[] tLo, int[] tHi, int hd,
                        float[] y, int yBase, int yStride) {
-        int l = ls, r = t1 - t0, panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS, w = hd - e0;
+        int l = keys, r = t1 - t0, panels = hd / PQ_FEATS, e0 = panels * PQ_FEATS, w = hd - e0;
         for (int p = 0; p < panels; p++) {                 // a panel of x (rows × PQ_FEATS) stays in L1 over all keys
             int xo = p * r * PQ_FEATS - t0 * PQ_FEATS, yo = yBase + p * PQ_FEATS;     // row t at xo + t·PQ_FEATS
-            for (int j0 = 0; j0 < l; j0 += PQ_KEYS) {
-                int nk = Math.min(PQ_KEYS, l - j0), top = 0, bot = Integer.MAX_VALUE;
+            for (int j0 = 0; j0 < l; ) {
+                int nk = l - j0 >= PQ_KEYS ? PQ_KEYS : l - j0 >= 4 ? 4 : 1, top = 0, bot = Integer.MAX_VALUE;
                 for (int j = j0; j < j0 + nk; j++) { top = Math.max(top, Math.max(tLo[j], t0)); bot = Math.min(bot, Math.min(tHi[j], t1 - 1)); }
-                if (nk < PQ_KEYS || top > bot) {            // a tile needs every key to attend all of [top, bot]
+                if (nk == 1 || top > bot) {                 // a tile needs every key to attend all of [top, bot]
                     for (int j = j0; j < j0 + nk; j++) {
                         int lo = Math.max(tLo[j], t0), hi = Math.min(tHi[j], t1 - 1);
                         if (lo <= hi) pqChain(s, ls, col, xp, xo, j, lo, hi, y, yo + j * yStride);
                     }
+                    j0 += nk;
                     continue;
                 }
                 for (int j = j0; j < j0 + nk; j++)
                     if (Math.max(tLo[j], t0) < top) pqChain(s, ls, col, xp, xo, j, Math.max(tLo[j], t0), top - 1, y, yo + j * yStride);
-                kina.kernels.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                if (nk == PQ_KEYS)
+                    kina.kernels.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                else pq4(s, ls, col, xp, xo, j0, top, bot, y, yo + j0 * yStride, yStride);
                 for (int j = j0; j < j0 + nk; j++) {
                     int hi = Math.min(tHi[j], t1 - 1);
                     if (bot < hi) pqChain(s, ls, col, xp, xo, j, bot + 1, hi, y, yo + j * yStride);
                 }
+                j0 += nk;
             }
         }
         if (w > 0)
@@ -535,6 +409,34 @@ final class AttentionProducts {
         }
         a0.intoArray(y, yOff);
         a1.intoArray(y, yOff + LANES);
+    }
+
+    /**
+     * Keys j0 … j0 + 3's chains over one panel (as {@link #pqChain} each), rows [lo, hi] that all
+     * four attend, side by side: the four keys a block of keys leaves after its tiles of PQ_KEYS.
+     */
+    static void pq4(float[] s, int ls, int col, float[] xp, int xo, int j0, int lo, int hi, float[] y, int yOff, int yStride) {
+        int o1 = yOff + yStride, o2 = o1 + yStride, o3 = o2 + yStride;
+        FloatVector a0 = FloatVector.fromArray(FS, y, yOff), a1 = FloatVector.fromArray(FS, y, yOff + LANES);
+        FloatVector b0 = FloatVector.fromArray(FS, y, o1), b1 = FloatVector.fromArray(FS, y, o1 + LANES);
+        FloatVector c0 = FloatVector.fromArray(FS, y, o2), c1 = FloatVector.fromArray(FS, y, o2 + LANES);
+        FloatVector d0 = FloatVector.fromArray(FS, y, o3), d1 = FloatVector.fromArray(FS, y, o3 + LANES);
+        for (int t = lo, end = hi + 1; t < end; t++) {
+            int xt = xo + t * PQ_FEATS, st = col + t * ls + j0;
+            FloatVector x0 = FloatVector.fromArray(FS, xp, xt), x1 = FloatVector.fromArray(FS, xp, xt + LANES);
+            FloatVector w = FloatVector.broadcast(FS, s[st]);
+            a0 = w.fma(x0, a0); a1 = w.fma(x1, a1);
+            w = FloatVector.broadcast(FS, s[st + 1]);
+            b0 = w.fma(x0, b0); b1 = w.fma(x1, b1);
+            w = FloatVector.broadcast(FS, s[st + 2]);
+            c0 = w.fma(x0, c0); c1 = w.fma(x1, c1);
+            w = FloatVector.broadcast(FS, s[st + 3]);
+            d0 = w.fma(x0, d0); d1 = w.fma(x1, d1);
+        }
+        a0.intoArray(y, yOff); a1.intoArray(y, yOff + LANES);
+        b0.intoArray(y, o1); b1.intoArray(y, o1 + LANES);
+        c0.intoArray(y, o2); c1.intoArray(y, o2 + LANES);
+        d0.intoArray(y, o3); d1.intoArray(y, o3 + LANES);
     }
 
     /**

@@ -31,12 +31,8 @@ final class Bind {
         Runnable to(Object[] buf);
     }
 
-    /**
-     * What the schedule knows of a step that its kernel may use: {@code attendedOnly}, its
-     * probability-shaped result is read at the attended pairs only (so the kernel may leave the
-     * rest unwritten); {@code unread[slot]}, nothing reads the slot (so the kernel need not store it).
-     */
-    record Facts(boolean attendedOnly, boolean[] unread) {}
+    /** What the schedule knows of a step that its kernel may use: {@code unread[slot]}, nothing reads the slot (so the kernel need not store it). */
+    record Facts(boolean[] unread) {}
 
     private final Slots ir;
 
@@ -140,17 +136,11 @@ final class Bind {
                 };
             }
             // attention
-            case Attention(Var _, Var _, Var _, var sinks, var o) ->
-                    f32(a[0]) ? attention(a, sinks.isPresent(), o, out, -1, -1, false) : null;
-            case AttentionProbs(Var _, Var _, var sinks, var o, boolean col) -> {
-                if (!f32(a[0])) yield null;
-                PlanKernels.Attn g = attn(a[0], a[1], o);
-                boolean hasSinks = sinks.isPresent();
-                yield buf -> {
-                    float[] q = f(buf, a[0]), k = f(buf, a[1]), y = f(buf, out), sk = hasSinks ? f(buf, a[2]) : null;
-                    return () -> PlanKernels.attentionProbs(g, q, k, sk, col, y);
-                };
-            }
+            case Attention(Var _, Var _, Var _, var sinks, var o) -> forward(a, sinks.isPresent(), o, out, -1);
+            case AttentionLse(Var _, Var _, var sinks, var o) -> forward(a, sinks.isPresent(), o, -1, out);
+            case AttentionExp _ -> null;
+            case AttentionGrad(Var _, Var _, Var _, Var _, Var _, Var _, var o, var wrt) -> backward(a, o,
+                    wrt == AttentionGrad.Wrt.Q ? out : -1, wrt == AttentionGrad.Wrt.K ? out : -1, wrt == AttentionGrad.Wrt.V ? out : -1);
             case AttentionProduct(Var _, Var _, var o, var form) -> {
                 if (!f32(a[0])) yield null;
                 PlanKernels.Attn g = switch (form) {
@@ -249,23 +239,12 @@ final class Bind {
                     return () -> PlanKernels.softmaxGrad(p, dp, ds, d, rows, c);
                 };
             }
-            case AttentionSoftmaxGrad(Var _, Var _, Var _, var x, var q, var o, boolean rowSums, boolean dv) -> {
-                if (!f32(a[0])) yield null;
-                PlanKernels.Attn g = attn(a[1], a[2], o);
-                int at = 1, xi = x.isPresent() ? 3 : -1, qi = q.isPresent() ? (x.isPresent() ? 4 : 3) : -1;
-                int dRow = rowSums ? s.outs()[at++] : -1, dq = x.isPresent() ? s.outs()[at++] : -1;
-                int dk = q.isPresent() ? s.outs()[at++] : -1, dV = dv ? s.outs()[at] : -1;
-                boolean dsUnread = dk >= 0 && facts.unread()[out], only = facts.attendedOnly();
-                yield buf -> {
-                    float[] p = f(buf, a[0]), gy = f(buf, a[1]), v = f(buf, a[2]), ds = dsUnread ? null : f(buf, out);
-                    float[] d = opt(buf, dRow), xk = xi < 0 ? null : f(buf, a[xi]), dqOut = opt(buf, dq), qx = qi < 0 ? null : f(buf, a[qi]);
-                    float[] dkOut = opt(buf, dk), dvOut = opt(buf, dV);
-                    return () -> AttentionProducts.qkSoftmaxGrad(g, gy, v, p, ds, d, xk, dqOut, qx, dkOut, dvOut, only);
-                };
+            case AttentionWithLse(Var _, Var _, Var _, var sinks, var o) -> forward(a, sinks.isPresent(), o, out, s.outs()[1]);
+            case AttentionBackward(Var _, Var _, Var _, Var _, Var _, Var _, var o, boolean dq, boolean dk, boolean dv) -> {
+                int at = 0;
+                int q = dq ? s.outs()[at++] : -1, k = dk ? s.outs()[at++] : -1, v = dv ? s.outs()[at] : -1;
+                yield backward(a, o, q, k, v);
             }
-            case AttentionWithProbs(Var _, Var _, Var _, var sinks, var o, boolean probs, boolean shares) ->
-                    attention(a, sinks.isPresent(), o, out, probs ? s.outs()[1] : -1, shares ? s.outs()[probs ? 2 : 1] : -1,
-                            facts.attendedOnly());
             case SwigluSigmoid _ -> buf -> {
                 float[] g = f(buf, a[0]), u = f(buf, a[1]), z = f(buf, out), sg = f(buf, s.outs()[1]);
                 return () -> PlanKernels.range(n, 1, (from, to) -> PlanKernels.swigluSigmoidRange(g, u, z, sg, from, to));
@@ -314,13 +293,25 @@ final class Bind {
         };
     }
 
-    /** attention's kernel, also writing the probabilities (probs ≥ 0) and sink shares (shares ≥ 0) it computes. */
-    private Binder attention(int[] a, boolean hasSinks, AttnOpts o, int out, int probs, int shares, boolean attendedOnly) {
+    /** FlashAttention.forward writing the output (out ≥ 0) and / or the lse (lse ≥ 0); null (the generic kernel) but for F32. */
+    private Binder forward(int[] a, boolean hasSinks, AttnOpts o, int out, int lse) {
+        if (!f32(a[0])) return null;
         PlanKernels.Attn g = attn(a[0], a[1], o);
         return buf -> {
-            float[] q = f(buf, a[0]), k = f(buf, a[1]), v = f(buf, a[2]), y = f(buf, out), sk = hasSinks ? f(buf, a[3]) : null;
-            float[] pb = opt(buf, probs), sb = opt(buf, shares);
-            return () -> PlanKernels.attention(g, q, k, v, sk, y, pb, sb, attendedOnly);
+            float[] q = f(buf, a[0]), k = f(buf, a[1]), sk = hasSinks ? f(buf, a[out >= 0 ? 3 : 2]) : null;
+            float[] v = out >= 0 ? f(buf, a[2]) : null, y = opt(buf, out), ls = opt(buf, lse);
+            return () -> FlashAttention.forward(g, q, k, v, sk, y, ls);
+        };
+    }
+
+    /** FlashAttention.backward over (q, k, v, g, lse, d) writing the cotangents whose slot is ≥ 0; null but for F32. */
+    private Binder backward(int[] a, AttnOpts o, int dq, int dk, int dv) {
+        if (!f32(a[0])) return null;
+        PlanKernels.Attn g = attn(a[0], a[1], o);
+        return buf -> {
+            float[] q = f(buf, a[0]), k = f(buf, a[1]), v = f(buf, a[2]), gy = f(buf, a[3]), lse = f(buf, a[4]), d = f(buf, a[5]);
+            float[] oq = opt(buf, dq), ok = opt(buf, dk), ov = opt(buf, dv);
+            return () -> FlashAttention.backward(g, q, k, v, gy, lse, d, oq, ok, ov);
         };
     }
 

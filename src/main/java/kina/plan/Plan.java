@@ -53,12 +53,11 @@ public final class Plan {
         this.ir = Slots.of(program, flat.source());
         this.bind = new Bind(ir);
         boolean[] unread = Schedule.unread(ir);
-        boolean[] only = Schedule.attendedOnly(ir, unread);
         int n = ir.steps.size();
         this.facts = new Bind.Facts[n];
         this.groups = new Fusion.Group[n];
         for (int i = 0; i < n; i++) {
-            facts[i] = new Bind.Facts(only[i], unread);
+            facts[i] = new Bind.Facts(unread);
             if (ir.steps.get(i).instr() instanceof Instr.Elementwise) groups[i] = Fusion.group(ir.steps.get(i), ir);
         }
         long slotSum = 0;
@@ -90,10 +89,10 @@ public final class Plan {
     static Plan compile(Program checkedTransformed, Set<String> rules) { return new Plan(checkedTransformed, rules); }
 
     /** Every rule but the row passes and elementwise chains: a plan without those fusions, to compare against (tests). */
-    static final Set<String> UNFUSED = Set.of("dead", "matmul_t", "attention_with_probs", "swiglu_sigmoid", "matmul_shared");
+    static final Set<String> UNFUSED = Set.of("dead", "matmul_t", "attention_with_lse", "attention_backward", "swiglu_sigmoid", "matmul_shared");
 
     /** Every rule but those that share one kernel's work among values (tests). */
-    static final Set<String> UNSHARED = Set.of("dead", "matmul_t", "softmax_grad", "attention_softmax_grad", "elementwise");
+    static final Set<String> UNSHARED = Set.of("dead", "matmul_t", "softmax_grad", "elementwise");
 
     /** The rules of the rewrite table, in order, with what each recognises (for {@code kina plan --rules}). */
     public static Map<String, String> rules() {
@@ -421,20 +420,7 @@ public final class Plan {
         }
     }
 
-    /** The steps that write a probability-shaped value at the attended pairs only (read by tests). */
-    int attendedOnlySteps() {
-        int c = 0;
-        for (Bind.Facts f : facts) if (f.attendedOnly()) c++;
-        return c;
-    }
 
-    /** How many attention_softmax_grad steps leave their ds unstored, as nothing reads it (tests). */
-    int unreadOutSteps() {
-        int c = 0;
-        for (Slots.Step s : ir.steps)
-            if (s.instr() instanceof Instr.AttentionSoftmaxGrad a && a.q().isPresent() && facts[0].unread()[s.out()]) c++;
-        return c;
-    }
 
     /** The number of instruction lets that run inside elementwise passes (read by tests). */
     int fusedSteps() {

@@ -20,8 +20,7 @@ import kina.kernels.Parallel;
  *
  * <p>Buffers come from the plan's arena and may be longer than the tensor: every kernel takes its
  * element counts as arguments (never {@code array.length}) and writes every output element (stale
- * values from an earlier run must not survive), except where Plan.attendedOnly has established that
- * no reader looks outside the attention mask ({@code attendedOnly} arguments). Work is split over {@link Parallel} by independent
+ * values from an earlier run must not survive). Work is split over {@link Parallel} by independent
  * outputs only (element ranges, rows, heads), never inside one output's reduction.
  */
 final class PlanKernels {
@@ -536,26 +535,6 @@ final class PlanKernels {
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
     private static final int LANES = FS.length();
 
-    /** Query rows per pass over the keys in the dot products ({@link #dots4}). */
-    static final int RB = 4;
-
-    /** The probability row stride for l keys: room for the dot products' whole blocks of keys and the softmax's whole vectors past hi. */
-    static int probStride(int l) { return (l + LANES - 1) / LANES * LANES + AttentionProducts.KB; }
-
-    /**
-     * This thread's attention scratch ({@link Scratch#attention}): [0] = RB probability rows, {@link
-     * #probStride} apart; [1] = kᵀ of one head in blocks of keys ({@link AttentionProducts#transposeKeys});
-     * [2] = v of one head in blocks of features (as {@link AttentionProducts#pk} lays out x).
-     */
-    private static float[][] scratch(int l, int hd) {
-        float[][] sc = Scratch.get().attention;
-        int kt = (l + AttentionProducts.KB - 1) / AttentionProducts.KB * hd * AttentionProducts.KB, vp = hd / AttentionProducts.EB * l * AttentionProducts.EB;
-        if (sc[0].length < RB * probStride(l)) sc[0] = new float[RB * probStride(l)];
-        if (sc[1].length < kt) sc[1] = new float[kt];
-        if (sc[2].length < vp) sc[2] = new float[vp];
-        return sc;
-    }
-
     /** p[from + i] = p[from + i] · s for whole vectors covering [from, from + n) (lanes past n: scratch). */
     static void scaleVec(float[] p, int from, int n, float s) {
         for (int i = 0; i < n; i += LANES) FloatVector.fromArray(FS, p, from + i).mul(s).intoArray(p, from + i);
@@ -598,82 +577,11 @@ final class PlanKernels {
         KinaMath.expMinus(p, from, m, p, from, (n + LANES - 1) / LANES * LANES);   // whole vectors: no scalar tail
     }
 
-    /**
-     * As Kernels.probsRow after the dot products, for rows r0 … r0 + nr − 1: p[i·ps + j] holds q·k_j
-     * for j in [lo, hi] of row r0 + i (garbage elsewhere, up to {@link #probStride}); leaves the
-     * probabilities there and +0.0 in the rest of [0, l); share[i] = the sink share. Per row: scores
-     * u = dot·α (softcap: C·tanh(u / C)); m = Math.max over (sink, s_lo … s_hi); e_j = exp(s_j − m);
-     * Z = e_σ or e_lo, then + e_j in increasing j (a sequential fold; RB rows' folds interleaved, see
-     * {@link #zFold4}); p_j = e_j / Z. Vector passes run over whole vectors; their extra lanes fall in
-     * the scratch past hi and are zeroed at the end.
-     */
-    static void finishRows(Attn g, int r0, int nr, float[] p, int ps, float sink, boolean hasSink, float[] share,
-                           int[] los, int[] his, float[] zs) {
-        int l = g.l();
-        float alpha = g.alpha(), cap = g.cap();
-        boolean interleave = nr == RB;
-        float es = 0f;
-        for (int i = 0; i < nr; i++) {
-            int row = r0 + i, pOff = i * ps, hi = g.hi(row), lo = (int) Math.min(g.lo(row), (long) l);
-            int n = hi + 1 - lo;
-            los[i] = lo;
-            his[i] = hi;
-            float m = hasSink ? sink : Float.NEGATIVE_INFINITY;
-            boolean any = hasSink;
-            if (cap > 0 || g.hd() == 0) {
-                for (int j = pOff + lo, jEnd = pOff + hi + 1; j < jEnd; j++) {
-                    float u = (g.hd() > 0 ? p[j] : 0f) * alpha;
-                    float sc = cap > 0 ? cap * (float) StrictMath.tanh(u / cap) : u;
-                    p[j] = sc;
-                    m = any ? Math.max(m, sc) : sc;
-                    any = true;
-                }
-            } else if (n > 0) {                        // the same scores and max, in lanes
-                float pm = scaleMax(p, pOff + lo, n, alpha);
-                m = any ? Math.max(m, pm) : pm;
-                any = true;
-            }
-            if (!any) {                                // no position and no sink: +0.0 throughout
-                his[i] = Integer.MIN_VALUE;
-                interleave = false;
-                continue;
-            }
-            es = hasSink ? KinaMath.exp(sink - m) : 0f;
-            share[i] = es;
-            if (n > 0) {
-                expMinusVec(p, pOff + lo, n, m);
-                zs[i] = hasSink ? es + p[pOff + lo] : p[pOff + lo];
-            } else {
-                zs[i] = es;
-                interleave = false;
-            }
-        }
-        if (interleave && zFold4(p, ps, los, his, zs)) { } else {
-            for (int i = 0; i < nr; i++) {
-                if (his[i] < los[i]) continue;
-                int pOff = i * ps;
-                float z = zs[i];
-                for (int j = pOff + los[i] + 1, jEnd = pOff + his[i] + 1; j < jEnd; j++) z = z + p[j];   // Z: a sequential fold in increasing j
-                zs[i] = z;
-            }
-        }
-        for (int i = 0; i < nr; i++) {
-            int pOff = i * ps, lo = los[i], hi = his[i];
-            float z = zs[i];
-            if (hi == Integer.MIN_VALUE) {
-                Arrays.fill(p, pOff, pOff + l, 0f);
-                share[i] = 0f;
-                continue;
-            }
-            if (hi >= lo) divVec(p, pOff + lo, hi + 1 - lo, z);
-            Arrays.fill(p, pOff, pOff + lo, 0f);
-            Arrays.fill(p, pOff + Math.max(hi + 1, lo), pOff + l, 0f);
-            share[i] = hasSink ? share[i] / z : 0f;
-        }
-    }
+    /** Rows whose sequential folds {@link #zFold4} runs side by side. */
+    static final int RB = 4;
 
     /**
-     * Z of RB rows at once: z[i] holds row i's first term (at lo[i]); adds p[i·ps + j] for j = lo[i] + 1
+     * The sums of RB rows at once: z[i] holds row i's sum so far; adds p[i·ps + j] for j = lo[i] + 1
      * … hi[i] in increasing j, each row's fold sequential as ever, the four chains side by side over
      * the keys all rows share. False (nothing done) when the ranges share no key past every lo.
      */
@@ -700,67 +608,6 @@ final class PlanKernels {
             z[i] = zi;
         }
         return true;
-    }
-
-    /**
-     * The probability rows r0 … r0 + nr − 1 (nr ≤ RB) of batch bt, head hh into p (row i at
-     * i·ps, +0.0 outside [lo, hi] up to l), their sink shares into share[i], their ranges into
-     * los / his: as Kernels.probsRow. The dot products of RB rows run in one pass over the union
-     * of their key ranges.
-     */
-    static void probsBlock(Attn g, float[] qa, float[] kt, int bt, int hh, int r0, int nr, float[] sinks,
-                           float[] p, int ps, float[] share, int[] los, int[] his, float[] zs) {
-        int rows = g.rows(), hd = g.hd(), h = g.heads(), qStride = h * hd;
-        AttentionProducts.blockDots(g, r0, nr, qa, (bt * rows + r0) * qStride + hh * hd, qStride, kt, p, ps);
-        finishRows(g, r0, nr, p, ps, sinks == null ? 0f : sinks[hh], sinks != null, share, los, his, zs);
-    }
-
-    /**
-     * As Kernels.attention: per (batch, head) in parallel, rows in order; the scores' dot products
-     * and out[e] = Σ_j p[j]·v[j, e] are AttentionProduct's QK and PK chains (fma from −0.0, lanes
-     * over keys, then over e; {@link AttentionProducts}). With {@code probs} / {@code shares}
-     * non-null it also writes what Kernels.attentionProbs would (σ++[H, rows, l] probabilities /
-     * σ++[H, rows, 1] sink shares): the rows it computes anyway. {@code y} may be null (probabilities
-     * only). With {@code attendedOnly} it writes each probability row's [lo, hi] alone (Plan.attendedOnly).
-     */
-    static void attention(Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] probs, float[] shares,
-                          boolean attendedOnly) {
-        int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
-        int vStride = kv * hd, ps = probStride(l), blocks = hd / AttentionProducts.EB;
-        long cost = (long) g.batch() * h * rows * l * hd * (y == null ? 1 : 2);
-        Parallel.forEach(g.batch() * h, cost, bh -> {
-            int bt = bh / h, hh = bh % h;
-            float[][] sc = scratch(l, hd);
-            Scratch blk = Scratch.get();
-            float[] p = sc[0], kt = sc[1], vp = sc[2], share = blk.blockShare, zs = blk.blockZ;
-            int[] los = blk.blockLo, his = blk.blockHi;
-            int kBase = bt * l * kv * hd + (hh / grp) * hd, qStride = h * hd;
-            AttentionProducts.transposeKeys(ka, kBase, vStride, l, hd, kt);
-            if (y != null) AttentionProducts.headBlocks(va, kBase, vStride, l, AttentionProducts.EB, blocks, vp);
-            for (int r0 = 0; r0 < rows; r0 += RB) {
-                int nr = Math.min(RB, rows - r0);
-                probsBlock(g, qa, kt, bt, hh, r0, nr, sinks, p, ps, share, los, his, zs);
-                if (y != null) {
-                    for (int i = 0; i < nr; i++) los[i] = (int) Math.min(g.lo(r0 + i), (long) l);
-                    for (int i = 0; i < nr; i++) his[i] = g.hi(r0 + i);
-                    int qOff = (bt * rows + r0) * qStride + hh * hd, i = 0;
-                    for (; i + 1 < nr; i += 2) AttentionProducts.pkPair(p, i * ps, (i + 1) * ps, los[i], his[i], los[i + 1], his[i + 1],
-                            vp, l, blocks, va, kBase, vStride, hd, y, qOff + i * qStride, qOff + (i + 1) * qStride);
-                    for (; i < nr; i++) AttentionProducts.pkRow(p, i * ps, los[i], his[i], va, kBase, vStride, hd, 0, y, qOff + i * qStride);
-                }
-                for (int i = 0; i < nr; i++) {
-                    int pr = (bt * h + hh) * rows + r0 + i;
-                    if (probs != null && !attendedOnly) System.arraycopy(p, i * ps, probs, pr * l, l);
-                    else if (probs != null && his[i] >= los[i]) System.arraycopy(p, i * ps + los[i], probs, pr * l + los[i], his[i] + 1 - los[i]);
-                    if (shares != null) shares[pr] = share[i];
-                }
-            }
-        });
-    }
-
-    /** As Kernels.attentionProbs: σ++[H, rows, l] probabilities, or σ++[H, rows, 1] sink shares. */
-    static void attentionProbs(Attn g, float[] qa, float[] ka, float[] sinks, boolean sinkColumn, float[] y) {
-        attention(g, qa, ka, null, sinks, null, sinkColumn ? null : y, sinkColumn ? y : null, false);
     }
 
     // ---- indexing (indices checked by the caller) ---------------------------------------------------

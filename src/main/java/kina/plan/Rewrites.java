@@ -8,7 +8,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 import kina.ir.Block;
@@ -46,12 +45,12 @@ final class Rewrites {
                     Rewrites::transposedOperands),
             new Rule("softmax_grad", "p * (dp - (p * dp).sum(last, keepdims).broadcast(..)) over F32, as the softmax VJP writes it",
                     Rewrites::softmaxGrads),
-            new Rule("attention_softmax_grad", "a softmax_grad of attention_probs whose dp is an attention_qk read only there, "
-                    + "with the attention_pk / attention_pq products of its ds and p", Rewrites::attentionSoftmaxGrads),
             new Rule("elementwise", "chains of F32 / F64 neg, sqrt, add, sub, mul, div and maximum, with the broadcasts and fills they read",
                     FuseElementwise::fuse),
-            new Rule("attention_with_probs", "an F32 attention and a later attention_probs over the same q, k, sinks and options",
-                    Rewrites::sharedProbs),
+            new Rule("attention_with_lse", "an F32 attention and a later attention_lse over the same q, k, sinks and options",
+                    Rewrites::sharedLse),
+            new Rule("attention_backward", "F32 attention_dq, attention_dk and attention_dv over the same operands and options",
+                    Rewrites::sharedBackward),
             new Rule("swiglu_sigmoid", "an F32 swiglu and a later sigmoid of the same gate", Rewrites::sharedSigmoids),
             new Rule("matmul_shared", "F32 matmuls of one batch element with one left operand and layout",
                     Rewrites::sharedOperands));
@@ -183,89 +182,60 @@ final class Rewrites {
         return e;
     }
 
-    // ---- attention_softmax_grad -------------------------------------------------------------
+    // ---- attention_with_lse -----------------------------------------------------------------
 
     /**
-     * A softmax_grad(p, dp) whose dp = attention_qk(g, v) is F32, read there alone, and whose p is
-     * the F32 attention_probs(q, k, …) (not the sink shares) under the same options becomes one
-     * {@code %attention_softmax_grad} at its place: the product runs inside the row pass, and both
-     * hold +0.0 at every pair the mask leaves out. A later dq = attention_pk(ds, x) whose x has
-     * v's type and is made before that place runs inside it too; with one kv head per head also
-     * dK = attention_pq(ds, q) (q of g's type, made before) and dV = attention_pq(p, g) when every
-     * reader of dV runs after that place.
+     * The online softmax run once: an F32 attention(q, k, v[, sinks], opts) also makes the first
+     * later attention_lse(q, k[, sinks], opts) over the same values (the backward's, which the
+     * forward's blocks compute anyway).
      */
-    static Graph.Edit attentionSoftmaxGrads(Graph g) {
+    static Graph.Edit sharedLse(Graph g) {
         Graph.Edit e = new Graph.Edit(g);
-        Map<Var, Integer> movedTo = new HashMap<>();                  // a dV now made earlier, at its row pass
         for (int i = 0; i < g.size(); i++) {
-            if (!(g.instr(i) instanceof SoftmaxGrad(Var p, Var dp, boolean rowSums))) continue;
-            if (!g.once(dp) || !(g.defining(dp) instanceof AttentionProduct(Var gy, Var v, AttnOpts qo, AttentionProduct.Form form))
-                    || form != AttentionProduct.Form.QK) continue;
-            if (!(g.defining(p) instanceof AttentionProbs ap) || ap.sinkColumn() || !ap.opts().equals(qo)
-                    || !f32(g, p) || !g.type(p).equals(g.type(dp))) continue;
-            Var ds = g.let(i).binders().getFirst();
-            final int here = i;
-            java.util.function.ToIntFunction<Var> made = x -> movedTo.getOrDefault(g.rootOf(x), g.madeAt(x));
-            int pk = first(g, e, ds, r -> g.instr(r) instanceof AttentionProduct(Var a, Var x, AttnOpts o, AttentionProduct.Form f)
-                    && f == AttentionProduct.Form.PK && a.equals(ds) && !x.equals(ds) && o.equals(qo)
-                    && made.applyAsInt(x) < here && g.type(x).equals(g.type(v)));
-            int dk = -1, dv = -1;
-            if (qo.heads() == qo.kvHeads()) {
-                dk = first(g, e, ds, r -> g.instr(r) instanceof AttentionProduct(Var a, Var x, AttnOpts o, AttentionProduct.Form f)
-                        && f == AttentionProduct.Form.PQ && a.equals(ds) && !x.equals(ds) && o.equals(qo)
-                        && made.applyAsInt(x) < here && g.type(x).equals(g.type(gy)));
-                dv = first(g, e, p, r -> g.instr(r) instanceof AttentionProduct(Var a, Var x, AttnOpts o, AttentionProduct.Form f)
-                        && f == AttentionProduct.Form.PQ && a.equals(p) && x.equals(gy) && o.equals(qo)
-                        && g.storageReaders(g.let(r).var()).stream().allMatch(k -> k > here && !e.dropped(k)));
+            if (!(g.instr(i) instanceof Attention at) || !f32(g, g.let(i).var())) continue;
+            for (int j = i + 1; j < g.size(); j++) {
+                if (e.dropped(j) || !(g.instr(j) instanceof AttentionLse ls)) continue;
+                boolean same = ls.opts().equals(at.opts()) && ls.sinks().isPresent() == at.sinks().isPresent()
+                        && g.same(ls.q(), at.q()) && g.same(ls.k(), at.k())
+                        && (at.sinks().isEmpty() || g.same(ls.sinks().get(), at.sinks().get()));
+                if (!same) continue;
+                List<Var> vars = List.of(g.let(i).var(), g.let(j).var());
+                e.replace(i, bind(vars, new AttentionWithLse(at.q(), at.k(), at.v(), at.sinks(), at.opts()), vars.stream().map(g::type).toList()));
+                e.drop(j);
+                break;
             }
-            List<Var> vars = new ArrayList<>(g.let(i).binders());
-            List<TensorType> types = new ArrayList<>();
-            for (Var b : vars) types.add(g.type(b));
-            Optional<Var> xq = Optional.empty(), qq = Optional.empty();
-            if (pk >= 0) { xq = Optional.of(g.instr(pk).operands().get(1)); vars.add(g.let(pk).var()); e.hoist(xq.get(), i); }
-            if (dk >= 0) { qq = Optional.of(g.instr(dk).operands().get(1)); vars.add(g.let(dk).var()); e.hoist(qq.get(), i); }
-            if (dv >= 0) { vars.add(g.let(dv).var()); movedTo.put(g.rootOf(g.let(dv).var()), i); }
-            for (int r : new int[] {pk, dk, dv}) if (r >= 0) { types.add(g.type(g.let(r).var())); e.drop(r); }
-            e.replace(i, bind(vars, new AttentionSoftmaxGrad(p, gy, v, xq, qq, qo, rowSums, dv >= 0), types));
-            e.drop(g.def(dp));
         }
         return e;
     }
 
-    /** The first let reading {@code v} (in schedule order) that is not yet dropped and satisfies {@code ok}, or −1. */
-    private static int first(Graph g, Graph.Edit e, Var v, java.util.function.IntPredicate ok) {
-        for (int r : g.readers(v)) if (!e.dropped(r) && ok.test(r)) return r;
-        return -1;
-    }
-
-    // ---- attention_with_probs ---------------------------------------------------------------
+    // ---- attention_backward -----------------------------------------------------------------
 
     /**
-     * P computed once: an F32 attention(q, k, v[, sinks], opts) also makes a later
-     * attention_probs(q, k[, sinks], opts) over the same values (the probability rows, and / or
-     * with sink_column the sink shares: the very rows the attention kernel computes), at most one
-     * of each kind per attention.
+     * One pass for attention's cotangents: F32 attention_dq, attention_dk and attention_dv (two or
+     * three of them) over the same six operands and options run as one {@code %attention_backward}
+     * where the first of them ran (each pair's p and ds computed once).
      */
-    static Graph.Edit sharedProbs(Graph g) {
+    static Graph.Edit sharedBackward(Graph g) {
         Graph.Edit e = new Graph.Edit(g);
         for (int i = 0; i < g.size(); i++) {
-            if (!(g.instr(i) instanceof Attention at) || !f32(g, g.let(i).var())) continue;
-            Var probs = null, shares = null;
-            for (int j = i + 1; j < g.size() && (probs == null || shares == null); j++) {
-                if (e.dropped(j) || !(g.instr(j) instanceof AttentionProbs bp)) continue;
-                boolean same = bp.opts().equals(at.opts()) && bp.sinks().isPresent() == at.sinks().isPresent()
-                        && g.same(bp.q(), at.q()) && g.same(bp.k(), at.k())
-                        && (at.sinks().isEmpty() || g.same(bp.sinks().get(), at.sinks().get()));
-                if (!same || (bp.sinkColumn() ? shares != null : probs != null)) continue;
-                if (bp.sinkColumn()) shares = g.let(j).var(); else probs = g.let(j).var();
-                e.drop(j);
+            if (e.dropped(i) || !(g.instr(i) instanceof AttentionGrad first) || !f32(g, g.let(i).var())) continue;
+            Var[] by = new Var[AttentionGrad.Wrt.values().length];
+            List<Integer> lets = new ArrayList<>();
+            for (int j = i; j < g.size(); j++) {
+                if (e.dropped(j) || !(g.instr(j) instanceof AttentionGrad ag) || by[ag.wrt().ordinal()] != null
+                        || !ag.opts().equals(first.opts())) continue;
+                boolean same = true;
+                for (int k = 0; k < ag.operands().size(); k++) same &= g.same(ag.operands().get(k), first.operands().get(k));
+                if (!same) continue;
+                by[ag.wrt().ordinal()] = g.let(j).var();
+                lets.add(j);
             }
-            if (probs == null && shares == null) continue;
-            List<Var> vars = new ArrayList<>(List.of(g.let(i).var()));
-            if (probs != null) vars.add(probs);
-            if (shares != null) vars.add(shares);
-            e.replace(i, bind(vars, new AttentionWithProbs(at.q(), at.k(), at.v(), at.sinks(), at.opts(), probs != null, shares != null),
-                    vars.stream().map(g::type).toList()));
+            if (lets.size() < 2) continue;
+            List<Var> vars = new ArrayList<>();
+            for (Var v : by) if (v != null) vars.add(v);
+            e.replace(i, bind(vars, new AttentionBackward(first.q(), first.k(), first.v(), first.g(), first.lse(), first.d(), first.opts(),
+                    by[0] != null, by[1] != null, by[2] != null), vars.stream().map(g::type).toList()));
+            for (int j : lets) if (j != i) e.drop(j);
         }
         return e;
     }

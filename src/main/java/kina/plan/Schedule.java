@@ -12,8 +12,7 @@ import kina.ir.TensorType;
 /**
  * The schedule's storage: liveness (the last step reading every storage) and a best-fit arena in
  * which a buffer is handed to a new value only after every reader of the old one has run; and
- * what the kernels may skip — a slot nothing reads, a probability-shaped value read only at
- * the attended pairs. The steps run in the rewritten program's order.
+ * what the kernels may skip: a slot nothing reads. The steps run in the rewritten program's order.
  */
 final class Schedule {
 
@@ -136,43 +135,5 @@ final class Schedule {
         boolean[] unread = new boolean[read.length];
         for (int s = 0; s < read.length; s++) unread[s] = !read[s];
         return unread;
-    }
-
-    /**
-     * Per step: it writes its probability-shaped value (an attention_with_probs's P, an
-     * attention_softmax_grad's stored ds) at the attended pairs only, since no reader looks at
-     * the rest: the value is no result, has no view, and every reader is an attention_pk /
-     * attention_pq taking it as its first operand, or an attention_softmax_grad taking it as p,
-     * under the same options (each reads the attended pairs alone). The interpreter's +0.0 (P) or
-     * +0.0·(+0.0 − d) (ds) elsewhere are never read, so skipping them changes no output.
-     */
-    static boolean[] attendedOnly(Slots ir, boolean[] unread) {
-        boolean[] pinned = new boolean[ir.slots.size()];
-        for (int o : ir.outputs) pinned[ir.root(o)] = true;
-        for (Slots.Slot sl : ir.slots) if (sl.origin() == Slots.Origin.VIEW) pinned[sl.root()] = true;
-        Map<Integer, AttnOpts> maskOf = new HashMap<>();           // slot → the mask it is written under
-        for (Slots.Step st : ir.steps) {
-            if (st.instr() instanceof AttentionSoftmaxGrad a) maskOf.put(st.out(), a.opts());
-            if (st.instr() instanceof AttentionWithProbs a && a.probs()) maskOf.put(st.outs()[1], a.opts());
-        }
-        for (Slots.Step st : ir.steps) {                           // a reader that may look outside the mask clears the slot
-            for (int k = 0; k < st.args().length; k++) {
-                int a = st.args()[k];
-                AttnOpts m = maskOf.get(a);
-                if (m == null) continue;
-                boolean ok = k == 0 && (st.instr() instanceof AttentionSoftmaxGrad q && q.opts().equals(m)
-                        || st.instr() instanceof AttentionProduct(var _, var _, var o, var form) && form != AttentionProduct.Form.QK && o.equals(m));
-                for (int j = 1; j < st.args().length; j++) if (st.args()[j] == a) ok = false;
-                if (!ok) maskOf.remove(a);
-            }
-        }
-        maskOf.keySet().removeIf(sl -> pinned[sl] || ir.type(sl).dtype() != DType.F32);
-        boolean[] only = new boolean[ir.steps.size()];
-        for (int i = 0; i < only.length; i++) {
-            Slots.Step st = ir.steps.get(i);
-            only[i] = st.instr() instanceof AttentionSoftmaxGrad a && maskOf.containsKey(st.out()) && !(a.q().isPresent() && unread[st.out()])
-                    || st.instr() instanceof AttentionWithProbs w && w.probs() && maskOf.containsKey(st.outs()[1]);
-        }
-        return only;
     }
 }

@@ -54,6 +54,7 @@ class OpsTableTest {
         if (t == Optional.class) return Optional.of("arg" + i);
         if (t == Instr.AttnOpts.class) return new Instr.AttnOpts(1, 1, Double.NaN, 0, 0, 0, 0);
         if (t == Instr.AttentionProduct.Form.class) return Instr.AttentionProduct.Form.QK;
+        if (t == Instr.AttentionGrad.Wrt.class) return Instr.AttentionGrad.Wrt.Q;
         throw new IllegalArgumentException("no sample of " + t);
     }
 

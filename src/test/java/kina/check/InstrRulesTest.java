@@ -351,26 +351,32 @@ class InstrRulesTest {
                 new Instr.RmsNorm(A, Optional.of(v("u")), Optional.of(A), 1e-5),
                 new Instr.LayerNorm(A, Optional.of(v("u")), Optional.of(v("u")), 1e-5), new Instr.L2Norm(A, 1e-6),
                 new Instr.Rope(A, v("cs"), v("cs"), 1, 0, 0), new Instr.Attention(A, A, A, Optional.of(v("sk")), OPTS),
-                new Instr.SetRows(A, v("i1"), v("row")), new Instr.AttentionProbs(A, A, Optional.empty(), OPTS, false),
+                new Instr.SetRows(A, v("i1"), v("row")), new Instr.AttentionLse(A, A, Optional.of(v("sk")), OPTS),
+                new Instr.AttentionExp(A, A, v("lh"), OPTS),
+                new Instr.AttentionGrad(A, A, A, A, v("lh"), v("lh"), OPTS, Instr.AttentionGrad.Wrt.Q),
+                new Instr.AttentionGrad(A, A, A, A, v("lh"), v("lh"), OPTS, Instr.AttentionGrad.Wrt.K),
+                new Instr.AttentionGrad(A, A, A, A, v("lh"), v("lh"), OPTS, Instr.AttentionGrad.Wrt.V),
                 new Instr.AttentionProduct(A, A, OPTS, QK), new Instr.AttentionProduct(v("p"), A, OPTS, PK),
                 new Instr.AttentionProduct(v("p"), A, OPTS, PQ),
                 // the plan's fusions
                 new Instr.MatmulT(A, A, true, false), new Instr.MatmulShared(A, List.of(A, A), false, true),
                 new Instr.SoftmaxGrad(A, A, true), new Instr.SwigluSigmoid(A, A),
-                new Instr.AttentionSoftmaxGrad(v("p"), A, A, Optional.of(A), Optional.of(A), OPTS, true, true),
-                new Instr.AttentionWithProbs(A, A, A, Optional.of(v("sk")), OPTS, true, true),
+                new Instr.AttentionWithLse(A, A, A, Optional.of(v("sk")), OPTS),
+                new Instr.AttentionBackward(A, A, A, A, v("lh"), v("lh"), OPTS, true, false, true),
                 new Instr.Elementwise(List.of(A, A), new kina.ir.Rhs.Fn(
                         List.of(new kina.ir.Rhs.Param(v("x"), f32(2, 2), kina.ir.Pos.NONE), new kina.ir.Rhs.Param(v("y"), f32(2, 2), kina.ir.Pos.NONE)),
                         f32(2, 2), new kina.ir.Block(List.of(kina.ir.Let.of(v("z"), new Instr.Mul(v("x"), v("y")), kina.ir.Pos.NONE)), v("z"), kina.ir.Pos.NONE))));
         Map<Var, TensorType> types = Map.of(A, f32(2, 2), B, i64(2), v("u"), f32(2), v("m"), t(DType.I1, 2, 2),
                 v("cs"), f32(2, 1), v("sk"), f32(1), v("i1"), i64(1), v("row"), f32(1, 2),
-                v("p"), f32(1, 2, 2));
+                v("p"), f32(1, 2, 2), v("lh"), f32(2, 1));
         for (Class<?> k : kina.ir.Instrs.records())
             assertThat(samples).as(k.getSimpleName()).anyMatch(k::isInstance);
         for (Instr s : samples)            // each is accepted, with as many values as it makes
             assertThat(TypeRules.results(s, types::get)).as(s.op()).hasSize(s instanceof Instr.Fused f ? f.results() : 1);
         for (var form : Instr.AttentionProduct.Form.values())
             assertThat(samples).as(form.op()).anyMatch(s -> s instanceof Instr.AttentionProduct p && p.form() == form);
+        for (var wrt : Instr.AttentionGrad.Wrt.values())
+            assertThat(samples).as(wrt.op()).anyMatch(s -> s instanceof Instr.AttentionGrad p && p.wrt() == wrt);
     }
 
     // ---- properties

@@ -6,8 +6,8 @@ import org.junit.jupiter.api.Test;
 
 /** {@code kina bench}: exactly one parseable result line per engine, a profile on request, one-line errors. */
 class BenchCommandTest {
-    static final String LINE = "kina bench: config=tiny batch=1 threads=1 engine=%s steps=2 ms/step min=\\d+\\.\\d "
-            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+( peak_rss_mb=\\d+)?"
+    static final String LINE = "kina bench: config=tiny batch=1 seq=64 threads=1 engine=%s steps=2 ms/step min=\\d+\\.\\d "
+            + "median=\\d+\\.\\d max=\\d+\\.\\d tokens/s=\\d+( peak_rss_mb=\\d+)?%s"
             + (allocationCounted() ? " heap_kb_per_step=\\d+\\.\\d" : "");
 
     /** Whether this JVM counts the bytes its threads allocate (HotSpot does): then the line must carry heap_kb_per_step. */
@@ -20,7 +20,8 @@ class BenchCommandTest {
         for (String engine : new String[] {"plan", "interpreter"}) {
             CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "1", "--threads", "1", "--warmup-seconds", "0", "--engine", engine);
             assertThat(r.code()).as(r.err()).isZero();
-            assertThat(r.out().strip()).matches(LINE.formatted(engine));
+            // the plan's arena; the interpreter has none
+            assertThat(r.out().strip()).matches(LINE.formatted(engine, engine.equals("plan") ? " arena_mb=\\d+\\.\\d" : ""));
         }
     }
 
@@ -28,7 +29,7 @@ class BenchCommandTest {
         CliTest.Result r = CliTest.kina("bench", "--decode", "--config", "tiny", "--steps", "3", "--threads", "1", "--warmup-seconds", "0");
         assertThat(r.code()).as(r.err()).isZero();
         assertThat(r.out().strip()).matches("kina bench: config=tiny decode threads=1 steps=3 ms/token min=\\d+\\.\\d{3} median=\\d+\\.\\d{3} "
-                + "max=\\d+\\.\\d{3} tokens/s=\\d+");
+                + "max=\\d+\\.\\d{3} tokens/s=\\d+( peak_rss_mb=\\d+)?");
     }
 
     @Test void profilesByInstructionKind() {

@@ -19,7 +19,7 @@ class NativeEngineCommandsTest {
         CliTest.Result r = CliTest.kina("bench", "--config", "tiny", "--steps", "2", "--batch", "2", "--threads", "1", "--warmup-seconds", "0",
                 "--engine", "native");
         assertThat(r.code()).as(r.err()).isZero();
-        assertThat(r.out().strip()).startsWith("kina bench: config=tiny batch=2 threads=1 engine=native steps=2 ms/step min=");
+        assertThat(r.out().strip()).startsWith("kina bench: config=tiny batch=2 seq=64 threads=1 engine=native steps=2 ms/step min=");
     }
 
     @Test void trainRunsNativelyAndCheckpoints(@TempDir Path dir) {

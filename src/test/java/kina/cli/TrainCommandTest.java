@@ -53,6 +53,20 @@ class TrainCommandTest {
         assertThat(r2).doesNotExist();
     }
 
+    @Test void aStepTooBigForTheHeapIsRefusedUpFrontInOneLine(@TempDir Path dir) {
+        Path out = dir.resolve("r");
+        // long at 4096 rows, batch 64: an arena of tens of GiB, past any test JVM's heap
+        Result r = CliTest.kina("train", "--config", "long", "--seq", "4096", "--batch", "64", "--steps", "1", "--threads", "1",
+                "--no-progress", "--out", out.toString());
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).startsWith("error: config long at seq 4096, batch 64: the train step needs ")
+                .contains("GiB (arena ").contains("but the JVM may use ").contains("lower --batch or --seq").doesNotContain("\n");
+        assertThat(out).doesNotExist();
+        Result seq = CliTest.kina("train", "--config", "long", "--seq", "8192", "--steps", "1", "--out", out.toString());
+        assertThat(seq.code()).isEqualTo(1);
+        assertThat(seq.err().strip()).isEqualTo("error: config long: --seq 8192: must be in [1, 4096]");
+    }
+
     @Test void badThreadsAndWarmupAreOneLineAndExitOne(@TempDir Path dir) {
         Result threads = CliTest.kina("train", "--steps", "1", "--threads", "0", "--out", dir.toString());
         assertThat(threads.code()).isEqualTo(1);

@@ -122,7 +122,9 @@ class ClosureTest {
                         && l.endsWith(": scatter_along_axis has no rule (scatter_along_axis: not derived (transform_ad has no VJP rule for scatter_along_axis))"));
         assertThat(failures(without(Instr.Exp.class))).anyMatch(l -> l.startsWith("log_softmax's rule records ") && l.contains("exp has no rule"));
         assertThat(failures(without(Instr.AttentionProduct.class)))
-                .anyMatch(l -> l.startsWith("attention's rule records %attention_p") && l.contains("has no rule"));
+                .anyMatch(l -> l.startsWith("attention_lse's rule records %attention_qk(") && l.contains("has no rule"));
+        assertThat(failures(without(Instr.AttentionGrad.class)))
+                .anyMatch(l -> l.startsWith("attention's rule records %attention_dq(") && l.contains("has no rule"));
     }
 
     @Test void deletingARuleOfADiscreteResultIsADocumentedRefusal() {

@@ -42,8 +42,10 @@ class GradCheckTest {
             // the transformer vocabulary
             "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal", "silu", "gelu", "relu", "softcap", "maximum",
             "maximum_tie", "select", "swiglu", "rmsnorm", "layernorm", "l2norm", "rope", "attention",
-            "attention_probs", "set_rows", "argmax", "int_ops",
-            // attention's adjoint products (IR-internal): each form's adjoints are the other two
+            "attention_long", "set_rows", "argmax", "int_ops",
+            // attention's adjoint vocabulary (IR-internal): its blockwise backward, the log-sum-exp and the
+            // products of second derivatives (each product form's adjoints are the other two)
+            "attention_lse", "attention_exp", "attention_dq", "attention_dk", "attention_dv",
             "attention_qk", "attention_pk", "attention_pq");
 
     @Provide Arbitrary<String> ops() { return Arbitraries.of(OPS); }
@@ -437,20 +439,52 @@ class GradCheckTest {
                     Var[] tabs = c.ropeTables(l, rot / 2);
                     c.finish(c.let("y", new Instr.Rope(x, tabs[0], tabs[1], h, rot == hd && rng.nextBoolean() ? 0 : rot, start)), xs);
                 }
-                case "attention", "attention_probs" -> {
+                case "attention", "attention_lse" -> {
                     long[] lead = c.dims(rng.nextInt(2));
                     int kv = 1 + rng.nextInt(2), h = kv * (1 + rng.nextInt(2)), hd = 1 + rng.nextInt(3);
                     int t = 1 + rng.nextInt(4), l = 1 + rng.nextInt(5);
                     Instr.AttnOpts o = c.attnOpts(h, kv);
+                    boolean withSinks = rng.nextBoolean();
+                    if (op.equals("attention_lse") && !withSinks) {   // every row attends a key: no lse of −∞ (finite differences)
+                        l = Math.max(l, t);
+                        o = new Instr.AttnOpts(h, kv, o.scale(), o.softcap(), o.window(), o.chunk(), 0);
+                    }
                     Var q = c.param("q", c.t(new Shape(lead).concat(t, (long) h * hd).dims()), -1.5, 1.5);
                     Var k = c.param("k", c.t(new Shape(lead).concat(l, (long) kv * hd).dims()), -1.5, 1.5);
-                    Optional<Var> sinks = rng.nextBoolean() ? Optional.of(c.param("sinks", c.t(h), -1, 1)) : Optional.empty();
+                    Optional<Var> sinks = withSinks ? Optional.of(c.param("sinks", c.t(h), -1, 1)) : Optional.empty();
                     if (op.equals("attention")) {
                         Var v = c.param("v", c.t(new Shape(lead).concat(l, (long) kv * hd).dims()), -1, 1);
                         c.finish(c.let("y", new Instr.Attention(q, k, v, sinks, o)), new Shape(lead).concat(t, (long) h * hd));
                     } else {
-                        boolean col = rng.nextBoolean();
-                        c.finish(c.let("y", new Instr.AttentionProbs(q, k, sinks, o, col)), new Shape(lead).concat(h, t, col ? 1 : l));
+                        c.finish(c.let("y", new Instr.AttentionLse(q, k, sinks, o)), new Shape(lead).concat(t, h));
+                    }
+                }
+                case "attention_long" -> {                // rows over several key blocks: the online softmax's rescales
+                    int kv = 1 + rng.nextInt(2), h = kv, hd = 1 + rng.nextInt(2), t = 1 + rng.nextInt(3);
+                    int l = Instr.AttnOpts.KEY_BLOCK + 1 + rng.nextInt(2 * Instr.AttnOpts.KEY_BLOCK);
+                    int window = rng.nextBoolean() ? 0 : Instr.AttnOpts.KEY_BLOCK / 2 + rng.nextInt(Instr.AttnOpts.KEY_BLOCK);
+                    Instr.AttnOpts o = new Instr.AttnOpts(h, kv, rng.nextBoolean() ? Double.NaN : 2.0, rng.nextBoolean() ? 0 : 2.5,
+                            window, 0, l - t - rng.nextInt(3));
+                    Var q = c.param("q", c.t(t, (long) h * hd), -1.5, 1.5);
+                    Var k = c.param("k", c.t(l, (long) kv * hd), -1.5, 1.5), v = c.param("v", c.t(l, (long) kv * hd), -1, 1);
+                    Optional<Var> sinks = rng.nextBoolean() ? Optional.of(c.param("sinks", c.t(h), -1, 1)) : Optional.empty();
+                    c.finish(c.let("y", new Instr.Attention(q, k, v, sinks, o)), Shape.of(t, (long) h * hd));
+                }
+                case "attention_exp", "attention_dq", "attention_dk", "attention_dv" -> {   // lse and d as free operands
+                    long[] lead = c.dims(rng.nextInt(2));
+                    int kv = 1 + rng.nextInt(2), h = kv * (1 + rng.nextInt(2)), hd = 1 + rng.nextInt(3);
+                    int t = 1 + rng.nextInt(4), l = 1 + rng.nextInt(5);
+                    Instr.AttnOpts o = c.attnOpts(h, kv);
+                    Shape rows = new Shape(lead).concat(t, (long) h * hd), keys = new Shape(lead).concat(l, (long) kv * hd);
+                    Var q = c.param("q", c.t(rows.dims()), -1.5, 1.5), k = c.param("k", c.t(keys.dims()), -1.5, 1.5);
+                    Var lse = c.param("lse", c.t(new Shape(lead).concat(t, h).dims()), 0.5, 2);
+                    if (op.equals("attention_exp")) {
+                        c.finish(c.let("y", new Instr.AttentionExp(q, k, lse, o)), new Shape(lead).concat(h, t, l));
+                    } else {
+                        Var v = c.param("v", c.t(keys.dims()), -1, 1), g = c.param("g", c.t(rows.dims()), -1, 1);
+                        Var dd = c.param("d", c.t(new Shape(lead).concat(t, h).dims()), -1, 1);
+                        var wrt = Instr.AttentionGrad.Wrt.valueOf(op.substring(op.length() - 1).toUpperCase());
+                        c.finish(c.let("y", new Instr.AttentionGrad(q, k, v, g, lse, dd, o, wrt)), wrt == Instr.AttentionGrad.Wrt.Q ? rows : keys);
                     }
                 }
                 case "attention_qk", "attention_pk", "attention_pq" -> {   // masks and GQA as attention's

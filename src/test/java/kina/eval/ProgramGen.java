@@ -514,7 +514,7 @@ public final class ProgramGen {
                 q.active || k.active || v.active || sinks != null && sinks.active, q, k, v, sinks) != null;
     }
 
-    /** The IR-internal adjoint forms the parser reads back: attention_probs and the three products. */
+    /** The IR-internal adjoint forms the parser reads back: attention_lse and the three products. */
     private boolean attentionInternal(Body b) {
         Val q = pickFloat(b, v -> v.rank() >= 2 && v.rank() <= 3 && v.mag() <= 10);
         if (q == null) return false;
@@ -526,12 +526,13 @@ public final class ProgramGen {
         if (k == null) return false;
         switch (r.nextInt(4)) {
             case 0 -> {
-                boolean col = r.nextBoolean();
-                Val sinks = r.nextBoolean() ? ofShape(b, Shape.of(o.heads), x -> x.mag() <= 10, -1, 1) : null;
-                String call = "%attention_probs(" + q.name + ", " + k.name + (sinks == null ? "" : ", " + sinks.name) + ", " + o.kw
-                        + (col || r.nextBoolean() ? ", sink_column=" + col : "") + ")";
-                return let(b, call, lead.concat(o.heads, t, col ? 1 : l), Kind.FLOAT, 0, 1, 0,
-                        q.active || k.active || sinks != null && sinks.active, q, k, sinks) != null;
+                // with a sink every row's lse is finite (a row may attend no position)
+                Val sinks = ofShape(b, Shape.of(o.heads), x -> x.mag() <= 10, -1, 1);
+                if (sinks == null) return false;
+                String call = "%attention_lse(" + q.name + ", " + k.name + ", " + sinks.name + ", " + o.kw + ")";
+                double m = o.hd * q.mag() * k.mag() + sinks.mag() + Math.log(l + 1.0);
+                return let(b, call, lead.concat(t, o.heads), Kind.FLOAT, -m, m, 0,
+                        q.active || k.active || sinks.active, q, k, sinks) != null;
             }
             case 1 -> {
                 double m = o.hd * q.mag() * k.mag();

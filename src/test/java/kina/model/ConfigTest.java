@@ -23,7 +23,7 @@ class ConfigTest {
     }
 
     @Test void namedConfigsHaveTheIssueSizes() {
-        assertThat(Config.NAMED.keySet()).containsExactly("storylm0", "tiny", "small", "medium");
+        assertThat(Config.NAMED.keySet()).containsExactly("storylm0", "tiny", "small", "medium", "long", "stories15m");
         Config s0 = Config.byName("storylm0");
         assertThat(s0.toy()).isTrue();
         assertThat(s0.mlpHidden()).isZero();
@@ -32,11 +32,20 @@ class ConfigTest {
         assertThat(Config.byName("small")).isEqualTo(new Config("small", 256, 128, 4, 4, 128, 2, 344, 10000, 1e-5, false));
         assertThat(Config.byName("medium")).isEqualTo(new Config("medium", 256, 256, 8, 8, 256, 4, 688, 10000, 1e-5, false));
         assertThat(Config.byName("medium").headDim()).isEqualTo(32);
+        assertThat(Config.byName("long")).isEqualTo(new Config("long", 256, 256, 8, 8, 1024, 4, 688, 10000, 1e-5, false));
+        assertThat(Config.byName("stories15m")).isEqualTo(new Config("stories15m", 256, 288, 6, 6, 256, 6, 768, 10000, 1e-5, false));
+        assertThat(Config.byName("long").withSeq(4096)).isEqualTo(new Config("long", 256, 256, 8, 8, 4096, 4, 688, 10000, 1e-5, false));
+    }
+
+    @Test void seqOverrideIsBounded() {
+        assertThatThrownBy(() -> Config.byName("long").withSeq(4097)).isInstanceOf(ConfigError.class)
+                .hasMessage("config long: --seq 4097: must be in [1, 4096]");
+        assertThatThrownBy(() -> Config.byName("long").withSeq(0)).isInstanceOf(ConfigError.class);
     }
 
     @Test void unknownNameListsTheNames() {
         assertThatThrownBy(() -> Config.byName("huge")).isInstanceOf(ConfigError.class)
-                .hasMessage("config 'huge': unknown config (known: storylm0, tiny, small, medium; or a config file ending in .json)");
+                .hasMessage("config 'huge': unknown config (known: storylm0, tiny, small, medium, long, stories15m; or a config file ending in .json)");
     }
 
     @Test void loadsAJsonFileWithDefaults() throws IOException {

@@ -35,7 +35,8 @@ class StoryLmProgramsTest {
     static Stream<Arguments> cases() {
         List<Arguments> out = new ArrayList<>();
         out.add(Arguments.of("storylm0-train-step", StoryLm.toyTrainStep(Config.byName("storylm0"))));
-        List<Config> configs = new ArrayList<>(Config.NAMED.values().stream().filter(c -> !c.toy()).toList());
+        // the configs the string builder wrote fixtures for
+        List<Config> configs = new ArrayList<>(Stream.of("tiny", "small", "medium").map(Config::byName).toList());
         configs.add(GQA);
         for (Config c : configs) {
             out.add(Arguments.of(c.name() + "-train-step-adamw", StoryLm.trainStep(c, 2, ADAMW)));

@@ -9,13 +9,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.List;
 import java.util.Map;
-import java.util.SplittableRandom;
 import java.util.stream.Stream;
-import kina.eval.Kernels;
 import kina.kernels.Parallel;
 import kina.eval.Tensor;
-import kina.ir.DType;
-import kina.ir.Instr;
 import kina.ir.Program;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -24,9 +20,10 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Plan.sharedProbs: the forward attention step also writes the backward's attention_probs values
- * (P, and the sink shares), which are then not scheduled; the plan still equals the interpreter bit
- * for bit, and attention_probs over other operands or options keeps its own step.
+ * The attention rewrites: the forward attention step also writes the backward's attention_lse
+ * (attention_with_lse), and the backward's attention_dq, _dk and _dv run as one step
+ * (attention_backward); the plan still equals the interpreter bit for bit, at 1 and 2 threads, and
+ * an attention_lse over other operands or options keeps its own step.
  */
 class AttentionSharingTest {
 
@@ -52,16 +49,18 @@ class AttentionSharingTest {
                 Arguments.of("rows with nothing attended", program(1, 4, 6, 2, 2, 4, false, "window=2, start=4")),
                 Arguments.of("rows with only the sink", program(1, 4, 6, 2, 2, 4, true, "window=2, start=4")),
                 Arguments.of("odd widths, long rows, sinks", program(1, 21, 21, 4, 1, 17, true, "window=11")),
-                Arguments.of("softcap, long rows", program(1, 19, 19, 2, 2, 8, false, "softcap=3.0")));
+                Arguments.of("softcap, long rows", program(1, 19, 19, 2, 2, 8, false, "softcap=3.0")),
+                Arguments.of("rows over three key blocks, sinks", program(1, 150, 150, 2, 1, 8, true, "")),
+                Arguments.of("a window across key blocks, GQA", program(2, 70, 140, 4, 2, 12, false, "window=50, start=70")));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("cases")
-    void theForwardAttentionWritesPAndThePlanEqualsTheInterpreter(String what, String src) {
+    void theForwardAttentionWritesLseAndThePlanEqualsTheInterpreter(String what, String src) {
         Program p = transformed(what, src);
         Plan shared = Plan.compile(p), separate = Plan.compile(p, Plan.UNSHARED);
-        int merged = src.contains("sinks") ? 2 : 1;                    // P, and with sinks the sink shares
-        assertThat(shared.steps()).as(what).isEqualTo(separate.steps() - merged);
+        assertThat(shared.steps()).as(what).isEqualTo(separate.steps() - 3);   // lse, and dk and dv made with dq
+        assertThat(shared.rewrites()).containsEntry("attention_with_lse", 1).containsEntry("attention_backward", 1);
         for (int threads : new int[] {1, 2}) {
             Parallel.setThreads(threads);
             for (int run = 0; run < 2; run++) {
@@ -74,7 +73,7 @@ class AttentionSharingTest {
     }
 
     @Test
-    void attentionProbsOverOtherOptionsOrOperandsIsNotMerged() {
+    void attentionLseOverOtherOptionsOrOperandsIsNotMerged() {
         String t = "tensor<F32, [1, 6, 8], @host>";
         Program p = transformed("other options", """
                 let f = fn(q: %1$s, k: %1$s, v: %1$s) -> %1$s {
@@ -92,7 +91,7 @@ class AttentionSharingTest {
                 (y3, y4, y5, y6, y, gq, gk, gv)
                 """.formatted(t));
         Plan shared = Plan.compile(p), separate = Plan.compile(p, Plan.UNSHARED);
-        assertThat(shared.steps()).isEqualTo(separate.steps() - 1);      // only the differentiated attention's P
+        assertThat(shared.steps()).isEqualTo(separate.steps() - 3);      // only the differentiated attention's lse and its dk, dv
         assertBitsAtOneAndTwoThreads(shared, p, threads -> threads, "other options, ");
     }
 
@@ -103,38 +102,5 @@ class AttentionSharingTest {
         assertThat(Plan.compile(p).steps()).isEqualTo(Plan.compile(p, Plan.UNSHARED).steps());
         Map<String, Tensor> in = randomInputs(Plan.compile(p), 1, 4);
         assertBits(Plan.compile(p).run(in), interpret(p, in), "f64");
-    }
-
-    /**
-     * The kernel itself over random geometries (blocks of 4 rows and their tails, rows whose ranges do
-     * not meet, empty rows, GQA, odd widths): y, P and the sink shares of one attention call against
-     * Kernels.attention / attentionProbs, raw bits (NaN payloads aside, see PlanKernelsExpTest).
-     */
-    @Test
-    void theAttentionKernelWritesWhatAttentionProbsWould() {
-        SplittableRandom r = new SplittableRandom(17);
-        for (int rep = 0; rep < 300; rep++) {
-            int kv = 1 + r.nextInt(2), h = kv * (1 + r.nextInt(2)), hd = r.nextInt(4) == 0 ? 1 + r.nextInt(5) : 8 * (1 + r.nextInt(5));
-            int rows = 1 + r.nextInt(23), l = 1 + r.nextInt(40), b = 1 + r.nextInt(2), start = r.nextInt(3) == 0 ? r.nextInt(l + 3) : 0;
-            int kind = r.nextInt(3), window = kind == 1 ? 1 + r.nextInt(9) : 0, chunk = kind == 2 ? 1 + r.nextInt(9) : 0;
-            double cap = r.nextInt(4) == 0 ? 1 + r.nextInt(20) : 0;
-            boolean sinks = r.nextBoolean(), specials = r.nextInt(10) == 0;
-            Instr.AttnOpts o = new Instr.AttnOpts(h, kv, r.nextBoolean() ? Double.NaN : 0.3, cap, window, chunk, start);
-            float[] q = PlanKernelsExpTest.random(b * rows * h * hd, r, specials), k = PlanKernelsExpTest.random(b * l * kv * hd, r, specials);
-            float[] v = PlanKernelsExpTest.random(k.length, r, specials), sk = PlanKernelsExpTest.random(h, r, false);
-            PlanKernels.Attn g = new PlanKernels.Attn(b, rows, l, hd, h, kv, start, window, chunk,
-                    (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
-            float[] y = new float[q.length + 3], pr = new float[b * h * rows * l + 3], sh = new float[b * h * rows + 3];
-            java.util.Arrays.fill(y, Float.NaN);                           // stale values must not survive
-            java.util.Arrays.fill(pr, Float.NaN);
-            java.util.Arrays.fill(sh, Float.NaN);
-            PlanKernels.attention(g, q, k, v, sinks ? sk : null, y, pr, sh, false);
-            Tensor tq = PlanKernelsExpTest.tensor(q, b, rows, h * hd), tk = PlanKernelsExpTest.tensor(k, b, l, kv * hd);
-            Tensor tv = PlanKernelsExpTest.tensor(v, b, l, kv * hd), ts = sinks ? PlanKernelsExpTest.tensor(sk, h) : null;
-            String what = "rep " + rep + " " + o + " b=" + b + " rows=" + rows + " l=" + l + " hd=" + hd + " sinks=" + sinks;
-            PlanKernelsExpTest.assertBits(y, q.length, Kernels.attention(tq, tk, tv, ts, o), what + " y", true);
-            PlanKernelsExpTest.assertBits(pr, pr.length - 3, Kernels.attentionProbs(tq, tk, ts, o, false), what + " P", true);
-            PlanKernelsExpTest.assertBits(sh, sh.length - 3, Kernels.attentionProbs(tq, tk, ts, o, true), what + " shares", true);
-        }
     }
 }

@@ -8,8 +8,8 @@ import kina.ir.Instr;
 import org.junit.jupiter.api.Test;
 
 /**
- * The vectorised exp kernels of PlanKernels (exp, sigmoid, silu, swiglu, softmax, log_softmax,
- * attention probabilities) against their Kernels twins at F32, raw bits, at lengths around the lane
+ * The vectorised exp kernels of PlanKernels (exp, sigmoid, silu, swiglu, softmax, log_softmax)
+ * against their Kernels twins (attention's: FlashAttentionTest) at F32, raw bits, at lengths around the lane
  * count (vector body plus scalar tail) and with special values, cold and after a warm-up.
  */
 class PlanKernelsExpTest {
@@ -72,22 +72,6 @@ class PlanKernelsExpTest {
                 assertBits(s, rows * n, Kernels.logSoftmax(ta, 1), "log_softmax rows=" + rows + " c=" + n, true);
                 PlanKernels.softmax(a, s, 1, n, rows, true);                          // a strided axis
                 assertBits(s, rows * n, Kernels.logSoftmax(tt, 0), "log_softmax axis 0, c=" + n, true);
-            }
-        }
-        for (int l : new int[] {5, 8, 21, 40}) {
-            for (boolean sinks : new boolean[] {false, true}) {
-                int hd = 4, h = 2, kv = 1, rows = l;
-                Instr.AttnOpts o = new Instr.AttnOpts(h, kv, Double.NaN, l % 2 == 0 ? 0 : 30, 0, 0, 0);
-                float[] q = random(rows * h * hd, r, false), k = random(l * kv * hd, r, false), sk = random(h, r, false);
-                PlanKernels.Attn g = new PlanKernels.Attn(1, rows, l, hd, h, kv, 0, 0, 0,
-                        (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
-                for (boolean column : new boolean[] {false, true}) {
-                    float[] y = new float[h * rows * (column ? 1 : l)];
-                    PlanKernels.attentionProbs(g, q, k, sinks ? sk : null, column, y);
-                    Tensor want = Kernels.attentionProbs(tensor(q, rows, h * hd), tensor(k, l, kv * hd),
-                            sinks ? tensor(sk, h) : null, o, column);
-                    assertBits(y, y.length, want, "attention_probs l=" + l + " sinks=" + sinks + " column=" + column);
-                }
             }
         }
     }

@@ -84,16 +84,16 @@ class RewritesTest {
         Map<String, Integer> twoLayers = new LinkedHashMap<>();
         twoLayers.put("dead", 1);
         twoLayers.put("matmul_t", 30);
-        twoLayers.put("softmax_grad", 2);                 // both then merged with their attention_qk
-        twoLayers.put("attention_softmax_grad", 2);
-        twoLayers.put("elementwise", 56);
-        twoLayers.put("attention_with_probs", 2);
+        twoLayers.put("softmax_grad", 0);                 // attention's backward is blockwise: no softmax VJP over [H, T, L]
+        twoLayers.put("elementwise", 52);
+        twoLayers.put("attention_with_lse", 2);           // each layer's forward also makes its backward's lse
+        twoLayers.put("attention_backward", 2);           // and its dq, dk, dv run as one pass
         twoLayers.put("swiglu_sigmoid", 2);
         twoLayers.put("matmul_shared", 8);
         assertThat(counts("tiny")).isEqualTo(twoLayers);
         assertThat(counts("small")).isEqualTo(twoLayers);
         Map<String, Integer> medium = counts("medium");
-        assertThat(medium).containsEntry("attention_softmax_grad", 4).containsEntry("attention_with_probs", 4)
+        assertThat(medium).containsEntry("attention_backward", 4).containsEntry("attention_with_lse", 4)
                 .containsEntry("swiglu_sigmoid", 4).containsEntry("matmul_shared", 16);
     }
 
@@ -101,8 +101,8 @@ class RewritesTest {
         Config c = Config.byName("tiny");
         Plan plan = Plan.compile(TransformAd.transform(StoryLm.trainStep(c, 2, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0))));
         String text = Printer.print(plan.program());
-        for (String op : List.of("%matmul_t(", "%matmul_shared(", "%attention_softmax_grad(", "%elementwise(",
-                "%attention_with_probs(", "%swiglu_sigmoid("))
+        for (String op : List.of("%matmul_t(", "%matmul_shared(", "%attention_backward(", "%elementwise(",
+                "%attention_with_lse(", "%swiglu_sigmoid("))
             assertThat(text).contains(op);
         long passes = plan.program().body().lets().stream().filter(l -> l.rhs() instanceof Instr.Elementwise).count();
         assertThat(passes).isEqualTo((long) plan.rewrites().get("elementwise"));

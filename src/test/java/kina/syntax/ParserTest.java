@@ -256,8 +256,9 @@ class ParserTest {
         assertThat(kwFirst.getMessage()).isEqualTo("expected 'tensor' but found 'axis'");
         assertThat(fails("let g = %scatter_add(u, ids) in g").getMessage()).isEqualTo("expected ',' but found ')'");
         assertThat(fails("%3").getMessage()).isEqualTo("'%3' is not an IR-internal instruction (%scatter_add, %scatter_along_axis, "
-                + "%attention_probs, %attention_qk, %attention_pk, %attention_pq, %matmul_t, %matmul_shared, %softmax_grad, "
-                + "%attention_softmax_grad, %attention_with_probs, %swiglu_sigmoid, %elementwise); a temporary's name is never written: write the expression itself");
+                + "%attention_lse, %attention_exp, %attention_dq, %attention_dk, %attention_dv, %attention_qk, %attention_pk, %attention_pq, "
+                + "%matmul_t, %matmul_shared, %softmax_grad, %attention_with_lse, %attention_backward, %swiglu_sigmoid, %elementwise); "
+                + "a temporary's name is never written: write the expression itself");
         SyntaxError asMethod = fails("let g = u.scatter_add(ids, tensor<F32, [8, 4], @host>) in g");
         assertThat(asMethod.getMessage()).isEqualTo("scatter_add is IR-internal (made by transform_ad): write it %scatter_add(…), operands inside the parentheses");
         assertThat(asMethod.pos()).isEqualTo(new Pos("e.kina", 1, 11));
@@ -294,10 +295,17 @@ class ParserTest {
                     + "(…), operands inside the parentheses");
             assertThat(m.pos()).isEqualTo(new Pos("e.kina", 1, 11));
         }
-        assertThat(only("let p = %attention_probs(q, k, heads=2, kv_heads=1, sink_column=false) in p"))
-                .isEqualTo(new Instr.AttentionProbs(v("q"), v("k"), java.util.Optional.empty(), new Instr.AttnOpts(2, 1, Double.NaN, 0, 0, 0, 0), false));
-        assertThat(only("let p = %attention_probs(q, k, s, heads=2, kv_heads=1, sink_column=true) in p"))
-                .isEqualTo(new Instr.AttentionProbs(v("q"), v("k"), java.util.Optional.of(v("s")), new Instr.AttnOpts(2, 1, Double.NaN, 0, 0, 0, 0), true));
+        var two = new Instr.AttnOpts(2, 1, Double.NaN, 0, 0, 0, 0);
+        assertThat(only("let p = %attention_lse(q, k, heads=2, kv_heads=1) in p"))
+                .isEqualTo(new Instr.AttentionLse(v("q"), v("k"), java.util.Optional.empty(), two));
+        assertThat(only("let p = %attention_lse(q, k, s, heads=2, kv_heads=1, window=3) in p"))
+                .isEqualTo(new Instr.AttentionLse(v("q"), v("k"), java.util.Optional.of(v("s")), new Instr.AttnOpts(2, 1, Double.NaN, 0, 3, 0, 0)));
+        assertThat(only("let p = %attention_exp(q, k, lse, heads=2, kv_heads=1) in p"))
+                .isEqualTo(new Instr.AttentionExp(v("q"), v("k"), v("lse"), two));
+        for (var wrt : Instr.AttentionGrad.Wrt.values())
+            assertThat(only("let p = %" + wrt.op() + "(q, k, v, g, lse, d, heads=2, kv_heads=1) in p"))
+                    .isEqualTo(new Instr.AttentionGrad(v("q"), v("k"), v("v"), v("g"), v("lse"), v("d"), two, wrt));
+        assertThat(fails("let p = %attention_dq(q, k, v, g, lse, heads=2, kv_heads=1) in p").getMessage()).isEqualTo("expected ',' or ')' but found '='");
     }
 
     @Test
