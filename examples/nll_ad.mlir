@@ -179,35 +179,58 @@ func.func private @nll_grad(%logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4x
   ^bb0(%in.93: f32, %out.94: f32):
     linalg.yield %in.93 : f32
   } -> tensor<1x4x8xf32>
-  %c.95 = arith.constant 0xFF800000 : f32
-  %empty.96 = tensor.empty() : tensor<1x4x8xf32>
-  %t6 = linalg.fill ins(%c.95 : f32) outs(%empty.96 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %empty.97 = tensor.empty() : tensor<1x4x8xi1>
-  %t7 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%log_probs, %t6 : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%empty.97 : tensor<1x4x8xi1>) {
-  ^bb0(%in.98: f32, %in.99: f32, %out.100: i1):
-    %b.101 = arith.cmpf ogt, %in.98, %in.99 : f32
-    linalg.yield %b.101 : i1
-  } -> tensor<1x4x8xi1>
-  %empty.102 = tensor.empty() : tensor<1x4x8xf32>
-  %t8 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t5, %t3 : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%empty.102 : tensor<1x4x8xf32>) {
-  ^bb0(%in.103: f32, %in.104: f32, %out.105: f32):
-    %b.106 = arith.mulf %in.103, %in.104 : f32
-    linalg.yield %b.106 : f32
+  %empty.95 = tensor.empty() : tensor<1x4x8xf32>
+  %t6 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t5, %t3 : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%empty.95 : tensor<1x4x8xf32>) {
+  ^bb0(%in.96: f32, %in.97: f32, %out.98: f32):
+    %b.99 = arith.mulf %in.96, %in.97 : f32
+    linalg.yield %b.99 : f32
   } -> tensor<1x4x8xf32>
-  %empty.107 = tensor.empty() : tensor<1x4x8xf32>
-  %t9 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g_log_probs, %t8 : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%empty.107 : tensor<1x4x8xf32>) {
-  ^bb0(%in.108: f32, %in.109: f32, %out.110: f32):
-    %b.111 = arith.subf %in.108, %in.109 : f32
+  %empty.100 = tensor.empty() : tensor<1x4x8xf32>
+  %t7 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g_log_probs, %t6 : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%empty.100 : tensor<1x4x8xf32>) {
+  ^bb0(%in.101: f32, %in.102: f32, %out.103: f32):
+    %b.104 = arith.subf %in.101, %in.102 : f32
+    linalg.yield %b.104 : f32
+  } -> tensor<1x4x8xf32>
+  %c.107 = arith.constant 0.0 : f32
+  %empty.108 = tensor.empty() : tensor<1x4xf32>
+  %init.106 = linalg.fill ins(%c.107 : f32) outs(%empty.108 : tensor<1x4xf32>) -> tensor<1x4xf32>
+  %sum.105 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%t3 : tensor<1x4x8xf32>) outs(%init.106 : tensor<1x4xf32>) {
+  ^bb0(%in.109: f32, %out.110: f32):
+    %b.111 = arith.addf %in.109, %out.110 : f32
     linalg.yield %b.111 : f32
-  } -> tensor<1x4x8xf32>
+  } -> tensor<1x4xf32>
+  %t8 = tensor.expand_shape %sum.105 [[0], [1, 2]] output_shape [1, 4, 1] : tensor<1x4xf32> into tensor<1x4x1xf32>
   %c.112 = arith.constant 0.0 : f32
-  %empty.113 = tensor.empty() : tensor<1x4x8xf32>
-  %t10 = linalg.fill ins(%c.112 : f32) outs(%empty.113 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %empty.114 = tensor.empty() : tensor<1x4x8xf32>
-  %g_logits = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t7, %t9, %t10 : tensor<1x4x8xi1>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%empty.114 : tensor<1x4x8xf32>) {
-  ^bb0(%in.115: i1, %in.116: f32, %in.117: f32, %out.118: f32):
-    %b.119 = arith.select %in.115, %in.116, %in.117 : f32
-    linalg.yield %b.119 : f32
+  %empty.113 = tensor.empty() : tensor<1x4x1xf32>
+  %t9 = linalg.fill ins(%c.112 : f32) outs(%empty.113 : tensor<1x4x1xf32>) -> tensor<1x4x1xf32>
+  %empty.114 = tensor.empty() : tensor<1x4x1xi1>
+  %t10 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t8, %t9 : tensor<1x4x1xf32>, tensor<1x4x1xf32>) outs(%empty.114 : tensor<1x4x1xi1>) {
+  ^bb0(%in.115: f32, %in.116: f32, %out.117: i1):
+    %b.118 = arith.cmpf ogt, %in.115, %in.116 : f32
+    linalg.yield %b.118 : i1
+  } -> tensor<1x4x1xi1>
+  %c.119 = arith.constant 1.0 : f32
+  %empty.120 = tensor.empty() : tensor<1x4x1xf32>
+  %t11 = linalg.fill ins(%c.119 : f32) outs(%empty.120 : tensor<1x4x1xf32>) -> tensor<1x4x1xf32>
+  %c.121 = arith.constant 0.0 : f32
+  %empty.122 = tensor.empty() : tensor<1x4x1xf32>
+  %t12 = linalg.fill ins(%c.121 : f32) outs(%empty.122 : tensor<1x4x1xf32>) -> tensor<1x4x1xf32>
+  %empty.123 = tensor.empty() : tensor<1x4x1xf32>
+  %t13 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t10, %t11, %t12 : tensor<1x4x1xi1>, tensor<1x4x1xf32>, tensor<1x4x1xf32>) outs(%empty.123 : tensor<1x4x1xf32>) {
+  ^bb0(%in.124: i1, %in.125: f32, %in.126: f32, %out.127: f32):
+    %b.128 = arith.select %in.124, %in.125, %in.126 : f32
+    linalg.yield %b.128 : f32
+  } -> tensor<1x4x1xf32>
+  %empty.129 = tensor.empty() : tensor<1x4x8xf32>
+  %t14 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t13 : tensor<1x4x1xf32>) outs(%empty.129 : tensor<1x4x8xf32>) {
+  ^bb0(%in.130: f32, %out.131: f32):
+    linalg.yield %in.130 : f32
+  } -> tensor<1x4x8xf32>
+  %empty.132 = tensor.empty() : tensor<1x4x8xf32>
+  %g_logits = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%t7, %t14 : tensor<1x4x8xf32>, tensor<1x4x8xf32>) outs(%empty.132 : tensor<1x4x8xf32>) {
+  ^bb0(%in.133: f32, %in.134: f32, %out.135: f32):
+    %b.136 = arith.mulf %in.133, %in.134 : f32
+    linalg.yield %b.136 : f32
   } -> tensor<1x4x8xf32>
   return %loss, %g_logits : tensor<1x4xf32>, tensor<1x4x8xf32>
 }

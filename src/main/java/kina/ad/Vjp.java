@@ -100,10 +100,14 @@ public final class Vjp {
                 TensorType xt = p.type(x);
                 T s = o.exp(y);
                 T total = o.broadcast(o.sum(g, axis, true), xt.shape());
-                // Safe log_softmax: where y is −inf (a masked logit, every one of a fully masked
-                // row) no change of x moves y, so its cotangent is exactly 0, as softmax's is.
-                T live = o.greater(y, o.fill(xt, Double.NEGATIVE_INFINITY));
-                yield flow(o.select(live, o.sub(g, o.mul(total, s)), o.fill(xt, 0.0)));
+                T dx = o.sub(g, o.mul(total, s));
+                // Safe log_softmax: a fully masked row (every y −inf, so Σ exp(y) = 0) does not move
+                // when x does, so its cotangent is 0, as softmax's is; a live row is multiplied by
+                // 1.0 (its bits kept). The mask is one value a row, so the full-size work stays a
+                // multiply the plan fuses.
+                TensorType rt = xt.withShape(xt.shape().with(axis, 1));
+                T live = o.select(o.greater(o.sum(s, axis, true), o.fill(rt, 0.0)), o.fill(rt, 1.0), o.fill(rt, 0.0));
+                yield flow(o.mul(dx, o.broadcast(live, xt.shape())));
             }
             case Softmax(var x, var axis) -> {                              // y ⊙ (g − Σ g⊙y)
                 T dot = o.broadcast(o.sum(o.mul(g, y), axis, true), p.type(x).shape());
