@@ -367,7 +367,10 @@ public final class Trainer {
         Checkpoint.Loaded ck = o.resume() != null ? Checkpoint.load(o.resume()) : null;
         if (ck != null) {
             if (!ck.state().config().equals(c))
-                throw new CheckpointError(ck.dir(), "was trained with config " + ck.state().config().name() + ", not " + c.name());
+                throw new CheckpointError(ck.dir(), ck.state().config().name().equals(c.name())
+                        ? "was trained with config " + c.name() + " but " + differences(ck.state().config(), c)
+                          + " (resume with the checkpoint's --seq, or without --seq)"
+                        : "was trained with config " + ck.state().config().name() + ", not " + c.name());
             ck.requireWeights(types(""));
             if (!(ck.moments().isEmpty() && ck.state().step() == 0)) ck.requireMoments(stateTypes());   // an import has none yet
             if (!Checkpoint.sameTokenizer(ck.tokenizer(), o.tokenizer()))
@@ -536,6 +539,20 @@ public final class Trainer {
             return -1;       // no procfs
         }
         return -1;
+    }
+
+    /** The fields where two configs of one name differ, as {@code seq 64 there, 32 asked}. */
+    private static String differences(Config was, Config now) {
+        java.util.List<String> d = new java.util.ArrayList<>();
+        try {
+            for (var rc : Config.class.getRecordComponents()) {
+                Object a = rc.getAccessor().invoke(was), b = rc.getAccessor().invoke(now);
+                if (!java.util.Objects.equals(a, b)) d.add(rc.getName() + " " + a + " there, " + b + " asked");
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+        return String.join(", ", d);
     }
 
     /** Creates {@code out} (and its parents) up front, so a bad --out fails before training, not at the first checkpoint. */

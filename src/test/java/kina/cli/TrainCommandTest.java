@@ -53,6 +53,14 @@ class TrainCommandTest {
         assertThat(r2).doesNotExist();
     }
 
+    @Test void aCheckpointAtAnotherSeqNamesTheSeq(@TempDir Path dir) {
+        Path r1 = dir.resolve("r1");
+        assertThat(train("--steps", "2", "--out", r1.toString()).code()).isZero();
+        Result r = train("--steps", "3", "--resume", r1.toString(), "--seq", "32");
+        assertThat(r.code()).isEqualTo(1);
+        assertThat(r.err().strip()).startsWith("error: ").contains("was trained with config tiny but seq 64 there, 32 asked").doesNotContain("\n");
+    }
+
     @Test void aStepTooBigForTheHeapIsRefusedUpFrontInOneLine(@TempDir Path dir) {
         Path out = dir.resolve("r");
         // long at 4096 rows, batch 64: an arena of tens of GiB, past any test JVM's heap
