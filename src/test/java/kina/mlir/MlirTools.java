@@ -41,7 +41,20 @@ public final class MlirTools {
      * 3e-4 in a tensor whose largest is 0.47); discrete tensors equal.
      */
     public static void assertClose(List<Tensor> got, List<Tensor> want, double rtol, String what) {
-        if (got.size() != want.size()) fail(what + ": " + got.size() + " results, expected " + want.size());
+        assertCloseOrAsAccurate(got, want, null, rtol, what);
+    }
+
+    /**
+     * {@link #assertClose}, except that an element past rtol passes when native is as accurate as the
+     * interpreter: no farther from {@code truth} (the same program and inputs in F64; null: no such
+     * pass) than twice the interpreter's own distance from it. Two F32 orders of one sum (attention's
+     * online softmax in the interpreter, the materialised rows natively) differ by their rounding,
+     * which cancellation in a gradient can lift past 1e-5 on small elements; a wrong lowering is far
+     * from the truth.
+     */
+    public static void assertCloseOrAsAccurate(List<Tensor> got, List<Tensor> want, List<Tensor> truth, double rtol, String what) {
+        if (got.size() != want.size() || truth != null && truth.size() != want.size())
+            fail(what + ": " + got.size() + " results, expected " + want.size());
         for (int k = 0; k < want.size(); k++) {
             Tensor g = got.get(k), w = want.get(k);
             if (!g.type().equals(w.type())) fail(what + " result " + k + ": type " + g.type() + ", expected " + w.type());
@@ -49,41 +62,17 @@ public final class MlirTools {
                 if (!java.util.Arrays.equals(g.ints(), w.ints())) fail(what + " result " + k + ": " + g + ", expected " + w);
                 continue;
             }
-            double scale = 0;
-            for (double v : w.floats()) if (Double.isFinite(v)) scale = Math.max(scale, Math.abs(v));
+            double scale = scale(w);
             for (int i = 0; i < w.size(); i++) {
                 double a = g.floats()[i], b = w.floats()[i];
                 if (Double.compare(a, b) == 0 || a == b) continue;
-                double err = Math.abs(a - b) / Math.max(Math.abs(b), Math.max(1e-2 * scale, Double.MIN_NORMAL));
-                if (!(err <= rtol)) fail(String.format("%s result %d [%d]: native %s, interpreter %s (relative %.3g > %.1g)", what, k, i, a, b, err, rtol));
-            }
-        }
-    }
-
-    /**
-     * {@link #assertClose}, except that an element past rtol passes when native is as accurate as the
-     * interpreter: no farther from {@code truth} (the same program and inputs in F64) than twice the
-     * interpreter's own distance from it. Two F32 orders of one sum (attention's online softmax in
-     * the interpreter, the materialised rows natively) differ by their rounding, which cancellation
-     * in a gradient can lift past 1e-5 on small elements; a wrong lowering is far from the truth.
-     */
-    public static void assertCloseOrAsAccurate(List<Tensor> got, List<Tensor> want, List<Tensor> truth, double rtol, String what) {
-        if (got.size() != want.size() || truth.size() != want.size()) fail(what + ": " + got.size() + " results, expected " + want.size());
-        for (int k = 0; k < want.size(); k++) {
-            Tensor g = got.get(k), w = want.get(k), t = truth.get(k);
-            if (!w.isFloating()) {
-                assertClose(List.of(g), List.of(w), rtol, what + " result " + k);
-                continue;
-            }
-            double scale = 0;
-            for (double v : w.floats()) if (Double.isFinite(v)) scale = Math.max(scale, Math.abs(v));
-            for (int i = 0; i < w.size(); i++) {
-                double a = g.floats()[i], b = w.floats()[i], c = t.floats()[i];
-                if (Double.compare(a, b) == 0 || a == b) continue;
-                double err = Math.abs(a - b) / Math.max(Math.abs(b), Math.max(1e-2 * scale, Double.MIN_NORMAL));
-                if (err <= rtol || Math.abs(a - c) <= 2 * Math.abs(b - c)) continue;
-                fail(String.format("%s result %d [%d]: native %s, interpreter %s, F64 %s (relative %.3g > %.1g, and native the farther from F64)",
-                        what, k, i, a, b, c, err, rtol));
+                double err = relative(a, b, scale);
+                if (err <= rtol) continue;
+                if (truth == null) fail(String.format("%s result %d [%d]: native %s, interpreter %s (relative %.3g > %.1g)", what, k, i, a, b, err, rtol));
+                double c = truth.get(k).floats()[i];
+                if (!(Math.abs(a - c) <= 2 * Math.abs(b - c)))
+                    fail(String.format("%s result %d [%d]: native %s, interpreter %s, F64 %s (relative %.3g > %.1g, and native the farther from F64)",
+                            what, k, i, a, b, c, err, rtol));
             }
         }
     }
@@ -94,14 +83,24 @@ public final class MlirTools {
         for (int k = 0; k < want.size(); k++) {
             Tensor g = got.get(k), w = want.get(k);
             if (!w.isFloating()) continue;
-            double scale = 0;
-            for (double v : w.floats()) if (Double.isFinite(v)) scale = Math.max(scale, Math.abs(v));
+            double scale = scale(w);
             for (int i = 0; i < w.size(); i++) {
                 double a = g.floats()[i], b = w.floats()[i];
-                if (a == b) continue;
-                worst = Math.max(worst, Math.abs(a - b) / Math.max(Math.abs(b), Math.max(1e-2 * scale, Double.MIN_NORMAL)));
+                if (a != b) worst = Math.max(worst, relative(a, b, scale));
             }
         }
         return worst;
+    }
+
+    /** The largest finite magnitude of w. */
+    private static double scale(Tensor w) {
+        double scale = 0;
+        for (double v : w.floats()) if (Double.isFinite(v)) scale = Math.max(scale, Math.abs(v));
+        return scale;
+    }
+
+    /** |a − b| relative to |b|, floored at 1e-2 of the tensor's largest magnitude. */
+    private static double relative(double a, double b, double scale) {
+        return Math.abs(a - b) / Math.max(Math.abs(b), Math.max(1e-2 * scale, Double.MIN_NORMAL));
     }
 }
