@@ -30,7 +30,7 @@ final class ModelCommand implements Callable<Integer> {
         Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
         Optimizer opt = optimizer.equals("sgd") ? new Optimizer.Sgd(0.9, 1.0) : new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
         String header = switch (what) {
-            case "train-step" -> c.toy() ? "// StoryLM-0 '" + c.name() + "' (the seeds' toy) SGD step on the mean NLL, built by kina.model.StoryLm\n"
+            case "train-step" -> c.toy() ? "// StoryLM-0 '" + c.name() + "' (the toy decoder) SGD step on the mean NLL, built by kina.model.StoryLm\n"
                     : StoryLm.header(c, batch, opt);
             case "loss" -> "// StoryLM '" + c.name() + "' validation loss, built by kina.model.StoryLm\n";
             case "logits" -> "// StoryLM '" + c.name() + "' logits for sampling, built by kina.model.StoryLm\n";
@@ -41,7 +41,7 @@ final class ModelCommand implements Callable<Integer> {
             default -> throw new kina.ir.KinaException(null, "--what " + what + ": unknown (train-step, loss, logits, gradient or update)");
         };
         if (c.toy() && !what.equals("train-step"))
-            throw new kina.ir.KinaException(null, "config " + c.name() + " is the seeds' toy: only --what train-step is written for it");
+            throw new kina.ir.KinaException(null, "config " + c.name() + " is the toy decoder StoryLM-0: only --what train-step is written for it");
         Program p = switch (what) {
             case "train-step" -> c.toy() ? StoryLm.toyTrainStep(c) : StoryLm.trainStep(c, batch, opt);
             case "loss" -> StoryLm.lossOnly(c, batch);

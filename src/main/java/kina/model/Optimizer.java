@@ -15,7 +15,7 @@ import kina.ir.TensorType;
 import kina.ir.Var;
 
 /**
- * An optimizer written as kina instructions appended after the recorded gradients (DESIGN §7):
+ * An optimizer written as kina instructions appended after the recorded gradients:
  * gradient-norm clipping, then SGD (optionally with momentum) or AdamW with bias correction and
  * decoupled weight decay. Hyperparameters are F32 literals; the step-dependent scalars are inputs
  * of the step: {@code lr} (this step's learning rate), {@code bc1 = 1/(1−β1^t)} and

@@ -226,7 +226,7 @@ public final class Trainer {
         this.o = options;
         this.corpus = corpus;
         this.c = options.config();
-        if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium, long, stories15m or --config FILE.json)");
+        if (c.toy()) throw new ConfigError(c.name(), "the toy config is StoryLM-0 (vocab 8, four tokens); train on text needs a byte-level config (tiny, small, medium, long, stories15m or --config FILE.json)");
         Tokenizer tok = options.tokenizer();
         if (c.vocab() != tok.vocab())
             throw new ConfigError(c.name(), "vocab must be " + tok.vocab() + " for the " + (tok instanceof ByteTokenizer ? "byte-level" : "BPE")

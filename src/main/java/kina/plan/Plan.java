@@ -16,7 +16,7 @@ import kina.ir.Program;
 import kina.ir.TensorType;
 
 /**
- * The compiled plan of a checked, transformed program (DESIGN §6): one straight-line schedule of
+ * The compiled plan of a checked, transformed program: one straight-line schedule of
  * kernels over numbered slots, run over buffers from an arena allocated once per Plan and reused
  * by every run. Its outputs equal the interpreter's bit for bit. The stages, each in its file:
  * {@link Inline} (calls inlined, tuples resolved: one flat let-chain), {@link Rewrites} (the
