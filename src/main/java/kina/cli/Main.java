@@ -87,6 +87,11 @@ public final class Main implements Callable<Integer> {
         } catch (StackOverflowError | OutOfMemoryError e) {
             err.println("error: " + e.getClass().getSimpleName() + " (the program is too large or too deep for this JVM)");
             return 1;
+        } catch (NoClassDefFoundError e) {
+            if (!String.valueOf(e.getMessage()).startsWith("jdk/incubator/vector/")) throw e;
+            if (debug) e.printStackTrace(err);
+            err.println("error: " + kina.kernels.VectorApi.MISSING);        // a path that reached a kernel before asking
+            return 1;
         } finally {
             kina.ir.Limits.reset();                       // --max-file-size holds for one command line
         }

@@ -26,7 +26,7 @@ import kina.ir.Var;
 
 /**
  * The host lowering of a kina program to MLIR's linalg-on-tensors (LLVM/MLIR 19 syntax): one more
- * reading of the instruction set, one exhaustive switch over {@link Instr} ({@link #lower}).
+ * reading of the instruction set, one exhaustive switch over {@link Instr} ({@code lower}).
  *
  * <p>Module layout: one {@code func.func private} per kina fn (a reverseMode fn made by
  * transform_ad included), returning its tuple as multiple results; {@code @main} for the program's

@@ -1,7 +1,6 @@
 package kina.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -61,15 +60,6 @@ class LauncherTest {
         return pb;
     }
 
-    /** The program {@code name} on PATH, or null. */
-    static Path onPath(String name) {
-        for (String d : System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator)) {
-            Path p = Path.of(d.isEmpty() ? "." : d, name);
-            if (Files.isExecutable(p)) return p;
-        }
-        return null;
-    }
-
     private static String quoted(Path p) {
         return "'" + p.toString().replace("'", "'\\''") + "'";
     }
@@ -80,8 +70,7 @@ class LauncherTest {
      * all get SIGINT, and the run still checkpoints, prints how to resume and exits 130.
      */
     @Test void ctrlCInATerminalCheckpointsPrintsHowToResumeAndExits130(@TempDir Path dir) throws Exception {
-        Path script = onPath("script");
-        assumeTrue(script != null, "script(1) (util-linux, Debian's bsdutils) is not on PATH: the pseudo-terminal test of bin/kina is skipped");
+        Path script = kina.ChildJvm.require("script", "script(1) (util-linux; Debian's bsdutils) is not on PATH, so bin/kina's Ctrl-C test in a pseudo-terminal is skipped");
         Path kina = launcher(dir.resolve("home"));
         Path out = dir.resolve("run");
         String cmd = "exec " + quoted(kina) + " train --steps 100000 --batch 1 --threads 1 --eval-every 100000 --eval-batches 1"
