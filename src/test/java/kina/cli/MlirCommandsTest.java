@@ -22,6 +22,23 @@ class MlirCommandsTest {
         assertThat(out).hasContent(r.out().stripTrailing());
     }
 
+    /** The README's promise: the dtypes the host does not keep are refused by name, by emit-mlir and compile alike. */
+    @Test void bf16F16AndF8AreRefusedByNameBeforeAnythingIsEmitted(@TempDir Path dir) throws Exception {
+        for (String dtype : new String[] {"BF16", "F16", "F8E4M3", "F8E5M2"}) {
+            Path src = Files.writeString(dir.resolve(dtype + ".kina"), "let x = tensor<F32, [2], @host> in\nlet y = x * x in\n"
+                    + "let z = tensor<" + dtype + ", [2], @host> in\nlet w = z * z in\n(y, w)\n");
+            Path so = dir.resolve(dtype + ".so");
+            for (String[] cmd : new String[][] {{"emit-mlir", src.toString()}, {"compile", src.toString(), "-o", so.toString()}}) {
+                CliTest.Result r = CliTest.kina(cmd);
+                assertThat(r.code()).as(r.out() + r.err()).isEqualTo(1);
+                assertThat(r.out()).isEmpty();
+                assertThat(r.err()).isEqualTo(src + ":3:1: error: let z: the native engine runs F32, F64, I64 and I1 tensors, not " + dtype
+                        + " (write the program in F32 or F64)\n");
+            }
+            assertThat(so).doesNotExist();
+        }
+    }
+
     @Test void compileWritesASharedObject(@TempDir Path dir) throws Exception {
         MlirTools.require();
         Path so = dir.resolve("lib.so");
