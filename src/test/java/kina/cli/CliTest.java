@@ -216,6 +216,16 @@ class CliTest {
         assertThat("\n" + empty.out()).isEqualTo(afterBreak.out());
     }
 
+    @Test void temperatureZeroSamplesGreedilyAsTopKOne(@TempDir Path dir) {
+        Path run = dir.resolve("run");
+        Result t = kinaCapturingStdout("train", "--steps", "2", "--batch", "1", "--eval-batches", "1", "--no-progress", "--out", run.toString());
+        assertThat(t.code()).as(t.err()).isZero();
+        Result greedy = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--tokens", "16", "--top-k", "1", "--seed", "5");
+        Result cold = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--tokens", "16", "--temperature", "0", "--seed", "6");
+        assertThat(cold.code()).as(cold.err()).isZero();
+        assertThat(cold.out()).isEqualTo(greedy.out()).startsWith("The ");
+    }
+
     @Test void badCheckpointsAreOneLine(@TempDir Path dir) throws Exception {
         assertOneLine(kina("sample", "--checkpoint", dir.resolve("none").toString()), "error:", "none");
         Path foreign = Files.createDirectories(dir.resolve("foreign/step-000001"));
