@@ -82,6 +82,10 @@ public final class Main implements Callable<Integer> {
             err.println("see: " + at.getCommandSpec().qualifiedName() + " --help");
             return at.getCommandSpec().exitCodeOnInvalidInput();
         });
+        kina.mlir.Toolchain.notices(line -> {
+            err.println(line);
+            err.flush();
+        });
         try {
             return cl.execute(args);
         } catch (StackOverflowError | OutOfMemoryError e) {
@@ -94,6 +98,7 @@ public final class Main implements Callable<Integer> {
             return 1;
         } finally {
             kina.ir.Limits.reset();                       // --max-file-size holds for one command line
+            kina.mlir.Toolchain.notices(null);
         }
     }
 
