@@ -51,9 +51,10 @@ public final class Main implements Callable<Integer> {
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+    /** {@code kina} with no command: the usage (which lists the commands) on stderr, and exit 2, a usage error. */
     @Override public Integer call() {
-        spec.commandLine().usage(spec.commandLine().getOut());
-        return 0;
+        spec.commandLine().usage(spec.commandLine().getErr());
+        return spec.exitCodeOnInvalidInput();
     }
 
     public static void main(String[] args) {
