@@ -144,6 +144,25 @@ class CliTest {
         assertThat(text).startsWith("digraph kina {").contains("scatter_add").contains("fillcolor");
     }
 
+    /** A file into a folder that is not there: the error names the folder, not the temporary file the write would use. */
+    @Test void writingIntoAMissingFolderNamesTheFolder(@TempDir Path dir) throws Exception {
+        Path missing = dir.resolve("no-such-folder");
+        Path dot = missing.resolve("g.dot"), mlir = missing.resolve("g.mlir");
+        exactLine(kina("grad", "examples/ad_gather.kina", "--dot", dot.toString()),
+                "error: " + dot + ": cannot write: the folder " + missing + " does not exist (create it first)");
+        exactLine(kina("emit-mlir", "examples/ad_gather.kina", "-o", mlir.toString()),
+                "error: " + mlir + ": cannot write: the folder " + missing + " does not exist (create it first)");
+        Path file = Files.writeString(dir.resolve("a-file"), "x");
+        exactLine(kina("grad", "examples/ad_gather.kina", "--dot", file.resolve("g.dot").toString()),
+                "error: " + file.resolve("g.dot") + ": cannot write: " + file + " is not a directory");
+        assertThat(missing).doesNotExist();
+    }
+
+    private static void exactLine(Result r, String line) {
+        assertThat(r.code()).as(r.err()).isEqualTo(1);
+        assertThat(r.err()).isEqualTo(line + "\n");
+    }
+
     @Test void checkPrintsEveryLetsType() {
         Result r = kina("check", "examples/nll.kina");
         assertThat(r.code()).isZero();
