@@ -188,6 +188,14 @@ class CliTest {
                 "examples/ad_gather.kina:6:3:", "let y: gather index out of bounds: indices[0, 2] = 8, not in [0, 8)");
 
         assertOneLine(kina("run", dir.resolve("missing.kina").toString()), "error:", "no such file");
+
+        Path wide = dir.resolve("wide.kina");       // saved as "Unicode" by a Windows editor
+        byte[] le = Files.readString(Path.of("examples/nll.kina")).getBytes(java.nio.charset.StandardCharsets.UTF_16LE);
+        byte[] bom = java.util.Arrays.copyOf(new byte[] {(byte) 0xFF, (byte) 0xFE}, 2 + le.length);
+        System.arraycopy(le, 0, bom, 2, le.length);
+        Files.write(wide, bom);
+        assertOneLine(kina("check", wide.toString()), "error: " + wide + ": UTF-16 text (little-endian, with a byte-order mark), not UTF-8: ",
+                "save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8 " + wide);
         assertOneLine(kina("run", "examples/nll.kina"), "error:", "inputs not given: targets : tensor<I64, [1, 4], @host>, logits");
         assertOneLine(kina("run", "examples/nll.kina", "--input", "nope=x.npy"), "error:", "no input or parameter named nope");
     }
