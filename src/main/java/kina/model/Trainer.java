@@ -383,8 +383,9 @@ public final class Trainer {
             // lrAt depends on (s, steps): another total re-times the cosine decay from here on.
             Double was = ck.state().hyper().get("steps");
             if (was != null && was.doubleValue() != o.steps())
-                notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d stretches it "
-                        + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(), o.steps());
+                notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d %s it "
+                        + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(),
+                        was.doubleValue() < o.steps() ? "stretches" : "shortens", o.steps());
             // The micro-batch count decides the order of the gradient's additions (0: one program per step).
             double m = ck.state().hyper().getOrDefault("micro_batches", 0.0);
             if (m != o.microBatches())

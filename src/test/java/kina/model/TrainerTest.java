@@ -112,6 +112,10 @@ class TrainerTest {
         // The same total: no note (b's step-5 checkpoint belongs to an 8-step run).
         new Trainer(options(8, dir.resolve("b"), null), corpus).run(QUIET);
         assertThat(capture(err -> new Trainer(options(8, dir.resolve("b2"), dir.resolve("b/step-000005")), corpus).run(QUIET, err))).isEmpty();
+        // A smaller total shortens it.
+        assertThat(capture(err -> new Trainer(options(6, dir.resolve("b3"), dir.resolve("b/step-000005")), corpus).run(QUIET, err)))
+                .isEqualTo("note: the schedule was for 8 steps; continuing to 6 shortens it "
+                        + "(losses will differ from an uninterrupted 6-step run)" + System.lineSeparator());
         // A checkpoint of the stretched run records its new total.
         assertThat(Checkpoint.load(dir.resolve("a")).state().hyper()).containsEntry("steps", 7.0);
         // An older checkpoint that does not record the total: no note.
