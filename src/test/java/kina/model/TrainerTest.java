@@ -95,7 +95,8 @@ class TrainerTest {
         assertThat(first.line()).startsWith("trained tiny for 5 steps (640 tokens) in ");
         // the memory the run held: the plans' arenas and the process's peak resident set
         assertThat(first.arenaBytes()).isPositive();
-        assertThat(first.line()).containsPattern("; arena [0-9.]+ MiB(; peak RSS [0-9.]+ [MG]iB)?$");
+        assertThat(first.line()).containsPattern("; arena [0-9.]+ MiB \\(validation [0-9.]+ MiB\\)(; peak RSS [0-9.]+ [MG]iB)?$");
+        assertThat(first.validationArenaBytes()).isPositive();
         Trainer.Summary s = new Trainer(options(8, dir, dir), corpus).run(QUIET, QUIET);
         assertThat(s.fromStep()).isEqualTo(5);
         assertThat(s.steps()).isEqualTo(8);
