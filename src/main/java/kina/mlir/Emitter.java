@@ -26,7 +26,7 @@ import kina.ir.Var;
 
 /**
  * The host lowering of a kina program to MLIR's linalg-on-tensors (LLVM/MLIR 19 syntax): one more
- * reading of the instruction set, one exhaustive switch over {@link Instr} ({@link #lower}).
+ * reading of the instruction set, one exhaustive switch over {@link Instr} ({@code lower}).
  *
  * <p>Module layout: one {@code func.func private} per kina fn (a reverseMode fn made by
  * transform_ad included), returning its tuple as multiple results; {@code @main} for the program's
@@ -48,9 +48,10 @@ import kina.ir.Var;
  * Results agree with the interpreter within rounding, not bit for bit: sums start from +0.0 and
  * exp/log/tanh are libm's.
  *
- * <p>Refusals (an {@link MlirError} naming the let): @device values ({@code scatter_add: checked
- * device lowering is not available}, likewise for each indexing instruction, {@code <op>: device
- * lowering is not available} for the others); a non-finite literal the dtype cannot hold; a program
+ * <p>Refusals (an {@link MlirError} naming the let): dtypes the host does not keep (BF16, F16, F8:
+ * {@code HostDtypes}); @device values ({@code scatter_add: checked device lowering is not
+ * available}, likewise for each indexing instruction, {@code <op>: device lowering is not
+ * available} for the others); a non-finite literal the dtype cannot hold; a program
  * whose result is a fn that cannot be called.
  */
 public final class Emitter {
@@ -79,6 +80,7 @@ public final class Emitter {
      */
     public static Module emit(Program checked) {
         Program p = hasHandle(checked.body()) ? TransformAd.transform(checked) : checked;
+        HostDtypes.require(p.body());
         return new Emitter(p).module();
     }
 

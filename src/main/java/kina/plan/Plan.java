@@ -14,6 +14,7 @@ import kina.ir.Instr;
 import kina.ir.Let;
 import kina.ir.Program;
 import kina.ir.TensorType;
+import kina.kernels.VectorApi;
 
 /**
  * The compiled plan of a checked, transformed program: one straight-line schedule of
@@ -46,6 +47,7 @@ public final class Plan {
     private Carry carry;                          // null: nothing carried (see carry)
 
     private Plan(Program checkedTransformed, Set<String> rules) {
+        VectorApi.require();                      // the kernels' one-line refusal, before any of them is loaded
         Inline.Flat flat = Inline.of(checkedTransformed);
         Rewrites.Result r = Rewrites.rewrite(flat.program(), rules);
         this.program = r.program();
