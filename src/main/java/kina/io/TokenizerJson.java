@@ -14,7 +14,7 @@ import java.util.Map;
 
 /**
  * A {@link Vocabulary} as a Hugging Face {@code tokenizer.json} (the {@code tokenizers} library's
- * file): a BPE model with byte fallback, the normalizer {@code Replace(" ", "▁")}, no
+ * file): a BPE model with byte fallback, the normalizer {@code Sequence[Replace(" ", "▁")]}, no
  * pre-tokenizer, and the decoder that undoes both; the special tokens are its added tokens. This is
  * the form transformers gives Llama 2's SentencePiece tokenizer, less its dummy prefix.
  *
@@ -46,7 +46,9 @@ public final class TokenizerJson {
             added.addObject().put("id", i).put("content", v.tokens().get(i)).put("single_word", false).put("lstrip", false)
                     .put("rstrip", false).put("normalized", false).put("special", true);
         }
-        ObjectNode norm = o.putObject("normalizer");
+        ObjectNode norms = o.putObject("normalizer");             // a Sequence of one, the form Llama 2's file has (less its Prepend)
+        norms.put("type", "Sequence");
+        ObjectNode norm = norms.putArray("normalizers").addObject();
         norm.put("type", "Replace").putObject("pattern").put("String", " ");
         norm.put("content", Vocabulary.SPACE);
         o.putNull("pre_tokenizer");
