@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_interop import causal_attention, rmsnorm, silu  # noqa: E402
+from reference_interop import hf_logits  # noqa: E402
 
 DIR = "src/test/resources/fixtures/hf-import"
 IDS = [84, 104, 101, 32, 109, 97, 110, 32, 119, 104, 111, 32, 115, 97, 105, 100]
@@ -66,35 +66,6 @@ def write_safetensors(path, tensors):
         f.write(h)
         for _, _, _, raw in tensors:
             f.write(raw)
-
-
-def forward(w, cfg):
-    d, heads, kv, layers = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["num_hidden_layers"]
-    hd, eps, theta = cfg.get("head_dim", d // heads), cfg["rms_norm_eps"], cfg["rope_theta"]
-    t = len(IDS)
-    inv = np.array([1.0 / theta ** (2 * i / hd) for i in range(hd // 2)])
-    ang = np.arange(t)[:, None] * inv
-    emb = np.concatenate([ang, ang], axis=-1)
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
-
-    def rotate_half(v):
-        return np.concatenate([-v[..., hd // 2:], v[..., :hd // 2]], axis=-1)
-
-    x = w["model.embed_tokens.weight"][IDS]
-    for l in range(layers):
-        p = "model.layers.%d." % l
-        h = rmsnorm(x, w[p + "input_layernorm.weight"], eps)
-        q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(t, heads, hd)
-        k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(t, kv, hd)
-        v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(t, kv, hd)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        a = causal_attention(q, k, v, heads, kv).reshape(t, heads * hd)
-        x = x + a @ w[p + "self_attn.o_proj.weight"].T
-        h = rmsnorm(x, w[p + "post_attention_layernorm.weight"], eps)
-        x = x + (silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
-    head = w["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else w["lm_head.weight"]
-    return rmsnorm(x, w["model.norm.weight"], eps) @ head.T
 
 
 def model(name, cfg, dtype, seed, shards=1, tokenizer=None):
@@ -145,7 +116,7 @@ def model(name, cfg, dtype, seed, shards=1, tokenizer=None):
     if tokenizer is not None:
         with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as fh:
             json.dump(tokenizer, fh, indent=2, ensure_ascii=False)
-    logits = forward(values, cfg)
+    logits = hf_logits(values, cfg, IDS)
     np.save(os.path.join(out, "logits.npy"), logits)
     print("wrote", out, logits.shape, "max |logit| %.3f" % np.abs(logits).max())
 
