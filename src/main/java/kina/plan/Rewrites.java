@@ -80,7 +80,7 @@ final class Rewrites {
     private static void defineBeforeUse(List<Let> lets, String rule) {
         Set<Var> bound = new java.util.HashSet<>();
         for (Let l : lets) {
-            for (Var a : Graph.reads(l))
+            for (Var a : l.reads())
                 if (!bound.contains(a)) throw new IllegalStateException("rewrite " + rule + ": let " + l.binders() + " reads " + a + " before it is bound");
             bound.addAll(l.binders());
         }
@@ -109,7 +109,7 @@ final class Rewrites {
             boolean keep = ins == null || ins instanceof Input || ins instanceof Indexing
                     || l.binders().stream().anyMatch(b -> needed.contains(g.rootOf(b)));
             if (!keep) { e.remove(i); continue; }
-            for (Var a : Graph.reads(l)) needed.add(g.rootOf(a));
+            for (Var a : l.reads()) needed.add(g.rootOf(a));
         }
         return e;
     }
