@@ -10,13 +10,13 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 import kina.ir.DType;
+import kina.ir.Fusions;
 import kina.ir.Instr;
 import kina.ir.Instr.*;
 import kina.ir.Let;
 import kina.ir.Payload;
 import kina.ir.Perm;
 import kina.ir.Placement;
-import kina.ir.Rhs;
 import kina.ir.Shape;
 import kina.ir.TensorType;
 import kina.ir.Var;
@@ -117,52 +117,16 @@ public final class Kernels {
     }
 
     /**
-     * The reference kernel of a plan fusion: the composition it stands for, run instruction by
-     * instruction in the same order (so its bits are the composition's); its values in the
-     * order of {@link Fused#results}.
+     * The reference kernel of a plan fusion: its expansion ({@link Fused#expand}), the composition
+     * it stands for, run instruction by instruction in order (so its bits are the composition's);
+     * its values in the order of {@link Fused#results}.
      */
     public static List<Tensor> fused(Fused ins, Function<Var, Tensor> x) {
-        return switch (ins) {
-            case MatmulT(var a, var b, var ta, var tb) -> List.of(matmulT(x.apply(a), x.apply(b), ta, tb));
-            case MatmulShared(var a, var bs, var ta, var tb) -> {
-                List<Tensor> out = new ArrayList<>();
-                for (Var b : bs) out.add(matmulT(x.apply(a), x.apply(b), ta, tb));
-                yield out;
-            }
-            case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(x.apply(p), x.apply(dp), rowSums);
-            case AttentionWithLse(var q, var k, var v, var sinks, var o) -> {
-                Tensor qt = x.apply(q), kt = x.apply(k), st = opt(x, sinks);
-                yield List.of(attention(qt, kt, x.apply(v), st, o), attentionLse(qt, kt, st, o));
-            }
-            case AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) ->
-                    attentionGrads(x.apply(q), x.apply(k), x.apply(v), x.apply(g), x.apply(lse), x.apply(d), o, dq, dk, dv);
-            case SwigluSigmoid(var g, var u) -> List.of(swiglu(x.apply(g), x.apply(u)), sigmoid(x.apply(g)));
-            case Elementwise(var inputs, var body) -> {
-                Map<Var, Tensor> env = new HashMap<>();
-                for (int i = 0; i < inputs.size(); i++) env.put(body.params().get(i).name(), x.apply(inputs.get(i)));
-                List<Var> result = List.of(body.body().result());
-                for (Let l : body.body().lets()) {
-                    if (l.rhs() instanceof Rhs.Tuple(var elems)) { result = elems; continue; }
-                    env.put(l.var(), apply((Instr) l.rhs(), env::get));
-                }
-                List<Tensor> out = new ArrayList<>();
-                for (Var v : result) out.add(env.get(v));
-                yield out;
-            }
-        };
-    }
-
-    /** a @ b with either operand's last two axes swapped first: transpose, then matmul. */
-    private static Tensor matmulT(Tensor a, Tensor b, boolean ta, boolean tb) {
-        return matmul(ta ? transpose(a, Perm.lastTwo(a.type().rank())) : a, tb ? transpose(b, Perm.lastTwo(b.type().rank())) : b);
-    }
-
-    /** The softmax VJP over the last axis as the rule writes it: p ⊙ (dp − broadcast(Σ_last p ⊙ dp)); and the row sums. */
-    private static List<Tensor> softmaxGrad(Tensor p, Tensor dp, boolean rowSums) {
-        Shape s = p.type().shape();
-        Tensor d = sum(mul(p, dp), s.rank() - 1, true);
-        Tensor ds = mul(p, sub(dp, broadcast(d, s)));
-        return rowSums ? List.of(ds, d) : List.of(ds);
+        Map<Var, Tensor> env = new HashMap<>();
+        Function<Var, Tensor> value = v -> env.containsKey(v) ? env.get(v) : x.apply(v);
+        Fusions.Expansion e = ins.expand(v -> value.apply(v).type());
+        for (Let l : e.lets()) env.put(l.var(), apply((Instr) l.rhs(), value));
+        return e.results().stream().map(value).toList();
     }
 
     /** The tensor of an optional operand, or null when absent. */

@@ -60,13 +60,17 @@ public sealed interface Instr extends Rhs {
 
     /**
      * The plan's fusions: IR-internal instructions that only the planner's rewrite table makes,
-     * after AD. Each stands for a composition of the instructions above, which its reference
-     * kernel computes in the same order (so its bits are the composition's); one with several
-     * results is bound by a destructuring let. The typed Ops vocabulary does not include them.
+     * after AD. Each stands for a composition of the instructions above, its {@link #expand
+     * expansion}, which is its meaning: its type is the expansion's, and its reference kernel runs
+     * the expansion in order (so its bits are the composition's). One with several results is
+     * bound by a destructuring let. The typed Ops vocabulary does not include them.
      */
     sealed interface Fused extends Instr {
         /** How many values it makes (its results, in the order its doc gives). */
         int results();
+
+        /** The let chain of unfused instructions it stands for ({@link Fusions#expand}). */
+        default Fusions.Expansion expand(java.util.function.Function<Var, TensorType> typeOf) { return Fusions.expand(this, typeOf); }
     }
 
     // ---- constants ------------------------------------------------------------------------
