@@ -245,7 +245,7 @@ final class Bind {
                 int q = dq ? s.outs()[at++] : -1, k = dk ? s.outs()[at++] : -1, v = dv ? s.outs()[at] : -1;
                 yield backward(a, o, q, k, v);
             }
-            case SwigluSigmoid _ -> buf -> {
+            case SwigluSigmoid _ -> !f32(a[0]) ? null : buf -> {
                 float[] g = f(buf, a[0]), u = f(buf, a[1]), z = f(buf, out), sg = f(buf, s.outs()[1]);
                 return () -> PlanKernels.range(n, 1, (from, to) -> PlanKernels.swigluSigmoidRange(g, u, z, sg, from, to));
             };
