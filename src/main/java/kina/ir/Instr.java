@@ -252,7 +252,7 @@ public sealed interface Instr extends Rhs {
      * The softmax is online (FlashAttention's): over the row's key blocks ({@link AttnOpts#KEY_BLOCK})
      * in order, a running maximum m, sum l and output are kept and rescaled by exp(m − m') when a
      * block raises the maximum to m', so no value is as long as a row of scores; its reference
-     * kernel (kina.eval.Kernels.attention) states the order.
+     * kernel (kina.eval.AttentionKernels.attention) states the order.
      */
     record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Attend {}
 
