@@ -162,6 +162,7 @@ public final class Toolchain {
                 cc.addAll(CLANG);
                 cc.addAll(List.of(ll.toString(), glue.toString(), "-o", out.toString(), "-lm"));
                 step("clang", cc, work);
+                keep(work);
                 Files.move(out, so, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             } finally {
                 deleteTree(work);
@@ -170,6 +171,21 @@ public final class Toolchain {
             throw new MlirError("native build in " + dir + ": " + e.getMessage());
         }
         return so;
+    }
+
+    /**
+     * With {@code KINA_NATIVE_KEEP=DIR} set, a build's intermediate files (the module, the schedule,
+     * the lowered module, the LLVM IR) are copied into DIR, for reading what the pipeline made.
+     */
+    private static void keep(Path work) throws IOException {
+        String k = System.getenv("KINA_NATIVE_KEEP");
+        if (k == null || k.isBlank()) return;
+        Path to = Path.of(k);
+        Files.createDirectories(to);
+        try (var s = Files.list(work)) {
+            for (Path p : s.toList())
+                if (!p.getFileName().toString().equals("lib.so")) Files.copy(p, to.resolve(p.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+        }
     }
 
     /** {@code kina_call(argv)}: loads each descriptor pointer and calls {@code _mlir_ciface_kina_entry}. */

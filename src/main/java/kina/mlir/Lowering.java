@@ -1,0 +1,529 @@
+package kina.mlir;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import kina.ir.Block;
+import kina.ir.DType;
+import kina.ir.Instr;
+import kina.ir.Instr.*;
+import kina.ir.Let;
+import kina.ir.Rhs;
+import kina.ir.Shape;
+import kina.ir.TensorType;
+import kina.ir.Type;
+import kina.ir.Var;
+import kina.mlir.Emitter.FnInfo;
+import kina.mlir.Mlir.AffineMap;
+import kina.mlir.Mlir.Body;
+import kina.mlir.Mlir.BodyFn;
+import kina.mlir.Mlir.Operand;
+import kina.mlir.Mlir.Reassoc;
+import kina.mlir.Mlir.Scalar;
+import kina.mlir.Mlir.Val;
+
+/**
+ * One func of the module: its lets (calls, tuples, the parts of a long block) and the lowering of
+ * each instruction, one exhaustive switch over {@link Instr} ({@link #lower}); row-wise
+ * instructions and indexing in {@link Rows}, attention in {@link AttentionLowering}, the plan's fusions in
+ * {@link Fusions}.
+ *
+ * <p>Elementwise instructions and reductions are {@code linalg.generic}s; matmul is
+ * {@code linalg.matmul}, {@code linalg.batch_matmul}, or for rank ≥ 4 a batch matmul between
+ * {@code tensor.collapse_shape} and {@code tensor.expand_shape}, each in a contraction func of its
+ * own; transpose is {@code linalg.transpose}; reshape is a collapse, an expand, or a collapse to rank
+ * 1 then an expand. Results agree with the interpreter within rounding, not bit for bit: sums start
+ * from +0.0 and exp/log/tanh are MLIR's.
+ */
+final class Lowering {
+    final Emitter module;
+    final String symbol;
+    final Mlir.Fn f = new Mlir.Fn();
+    final Map<Var, List<Val>> env = new HashMap<>();
+    final Map<String, Val> inputs = new HashMap<>();
+    final Rows rows = new Rows(this);
+    final AttentionLowering attention = new AttentionLowering(this);
+    final Fusions fusions = new Fusions(this);
+
+    Lowering(Emitter module, String symbol) {
+        this.module = module;
+        this.symbol = symbol;
+    }
+
+    String fresh(String stem) { return f.fresh(stem); }
+
+    // ---- the function and its lets ----------------------------------------------------------------
+
+    /** A kina fn as a private func: its parameters, then its inputs. */
+    String fn(FnInfo fi) {
+        List<Val> params = new ArrayList<>();
+        for (Rhs.Param p : fi.fn.params()) {
+            Val v = new Val(name(p.name()), p.type());
+            env.put(p.name(), List.of(v));
+            params.add(v);
+        }
+        fi.inputs.forEach((n, t) -> {
+            Val v = new Val("%in." + n, t);
+            inputs.put(n, v);
+            params.add(v);
+        });
+        List<Val> res = block(fi.fn.body(), fi.scope, "fn " + fi.name);
+        return f.func(fi.symbol, params, res, "", false);
+    }
+
+    /** The top-level block as {@code @main}; appends it to {@code sb} and returns its result types. */
+    List<TensorType> main(Block top, Map<Var, FnInfo> scope, LinkedHashMap<String, TensorType> args, StringBuilder sb) {
+        List<Val> params = new ArrayList<>();
+        args.forEach((n, t) -> {
+            Val v = new Val("%in." + n, t);
+            inputs.put(n, v);
+            params.add(v);
+        });
+        List<Val> res = block(top, scope, "the program");
+        sb.append(f.func("main", params, res, "", false));
+        return res.stream().map(Val::type).toList();
+    }
+
+    /** The SSA name of a let's var: its own name, or a fresh one for a parser temporary. */
+    String name(Var v) {
+        return !v.temporary() && v.name().matches("[A-Za-z_][A-Za-z0-9_$]*") ? "%" + v.name() : fresh("t");
+    }
+
+    /**
+     * Emits a block's lets and answers its result. A long block (over {@link Emitter#SPLIT}
+     * instructions) is split into parts of at most {@link Emitter#PART} instructions, each a private
+     * func of its own (taking the values it reads, returning those it defines that later parts
+     * read): LLVM's loop passes take time superlinear in the size of one function.
+     */
+    List<Val> block(Block b, Map<Var, FnInfo> scope, String where) {
+        Map<Var, FnInfo> fnScope = new HashMap<>(scope);
+        List<List<Let>> parts = weight(b.lets()) > Emitter.SPLIT ? parts(b.lets()) : List.of(b.lets());
+        if (parts.size() == 1) lets(b.lets(), fnScope);
+        else {
+            Set<Var> later = new HashSet<>(List.of(b.result()));
+            List<Set<Var>> readLater = new ArrayList<>();
+            for (int i = parts.size() - 1; i >= 0; i--) {
+                readLater.addFirst(new HashSet<>(later));
+                for (Let l : parts.get(i)) later.addAll(reads(l));
+            }
+            for (int i = 0; i < parts.size(); i++) part(parts.get(i), i, readLater.get(i), fnScope);
+        }
+        List<Val> res = env.get(b.result());
+        if (res == null) throw new MlirError(b.resultPos(), where + ": the result " + b.result() + " is not a tensor or a tuple of tensors");
+        return res;
+    }
+
+    private void lets(List<Let> lets, Map<Var, FnInfo> fnScope) {
+        for (Let l : lets) {
+            try {
+                let(l, fnScope);
+            } catch (MlirError e) {
+                throw e;
+            } catch (RuntimeException e) {
+                throw new MlirError(l.pos(), "let " + l.displayName() + ": cannot lower " + what(l) + ": " + e.getMessage());
+            }
+            if (l.rhs() instanceof Rhs.Fn fn) fnScope.put(l.var(), module.infoOf.get(fn));
+        }
+    }
+
+    /** Instructions (not inputs) and calls: what costs code. */
+    private static int weight(Let l) { return l.rhs() instanceof Instr i && !(i instanceof Instr.Input) || l.rhs() instanceof Rhs.Call ? 1 : 0; }
+
+    private static int weight(List<Let> lets) { return lets.stream().mapToInt(Lowering::weight).sum(); }
+
+    /** Consecutive lets with at most PART instructions and calls each. */
+    private static List<List<Let>> parts(List<Let> lets) {
+        List<List<Let>> out = new ArrayList<>();
+        List<Let> cur = new ArrayList<>();
+        int weight = 0;
+        for (Let l : lets) {
+            int w = weight(l);
+            if (weight + w > Emitter.PART && !cur.isEmpty()) {
+                out.add(cur);
+                cur = new ArrayList<>();
+                weight = 0;
+            }
+            cur.add(l);
+            weight += w;
+        }
+        out.add(cur);
+        return out;
+    }
+
+    /** The vars a let reads (a fn's body is closed: it reads none of the block's). */
+    private static List<Var> reads(Let l) {
+        return switch (l.rhs()) {
+            case Instr i -> i.operands();
+            case Rhs.Call c -> c.args();
+            case Rhs.Handle h -> h.args();
+            case Rhs.Tuple t -> t.elems();
+            case Rhs.Fn _ -> List.of();
+        };
+    }
+
+    /** One part: a func of the values it reads, returning the values it defines that {@code later} reads. */
+    private void part(List<Let> lets, int index, Set<Var> later, Map<Var, FnInfo> fnScope) {
+        Lowering p = new Lowering(module, symbol + ".part" + index);
+        Set<Var> defined = new HashSet<>();
+        List<Val> args = new ArrayList<>(), params = new ArrayList<>();
+        Map<String, Val> needInputs = new LinkedHashMap<>();
+        Map<Var, FnInfo> scope = new HashMap<>(fnScope);
+        for (Let l : lets) {
+            for (Var v : reads(l)) {
+                if (defined.contains(v) || p.env.containsKey(v)) continue;
+                List<Val> vs = values(v, l);
+                List<Val> mine = new ArrayList<>();
+                for (Val x : vs) {
+                    Val y = new Val(vs.size() == 1 ? p.name(v) : p.fresh("arg"), x.type());
+                    mine.add(y);
+                    args.add(x);
+                    params.add(y);
+                }
+                p.env.put(v, mine);
+            }
+            if (l.rhs() instanceof Instr.Input) needInputs.put(l.var().name(), inputs.get(l.var().name()));
+            if (l.rhs() instanceof Rhs.Call c) scope.get(c.fn()).inputs.keySet().forEach(n -> needInputs.put(n, inputs.get(n)));
+            if (l.rhs() instanceof Rhs.Fn fn) scope.put(l.var(), module.infoOf.get(fn));
+            defined.addAll(l.binders());
+        }
+        for (Val in : needInputs.values()) {
+            p.inputs.put(in.ssa().substring("%in.".length()), in);
+            args.add(in);
+            params.add(in);
+        }
+        p.lets(lets, fnScope);
+        for (Let l : lets) if (l.rhs() instanceof Rhs.Fn fn) fnScope.put(l.var(), module.infoOf.get(fn));
+        List<Var> outVars = new ArrayList<>();
+        List<Val> outs = new ArrayList<>();
+        for (Let l : lets)
+            for (Var v : l.binders())
+                if (later.contains(v) && p.env.containsKey(v)) {
+                    outVars.add(v);
+                    outs.addAll(p.env.get(v));
+                }
+        module.extra.append(p.f.func(p.symbol, params, outs, "", true));
+        List<Val> res = f.call(fresh("part"), p.symbol, args, outs.stream().map(Val::type).toList(), true);
+        int k = 0;
+        for (Var v : outVars) {
+            List<Val> mine = new ArrayList<>();
+            for (int i = 0; i < p.env.get(v).size(); i++) mine.add(res.get(k++));
+            env.put(v, mine);
+        }
+    }
+
+    private static String what(Let l) {
+        return l.rhs() instanceof Instr i ? i.op() : l.rhs().getClass().getSimpleName().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    void let(Let l, Map<Var, FnInfo> scope) {
+        switch (l.rhs()) {
+            case Rhs.Fn _ -> { }
+            case Rhs.Call c -> {
+                FnInfo fi = scope.get(c.fn());
+                List<Val> args = new ArrayList<>();
+                for (Var a : c.args()) args.add(one(a, l));
+                List<Val> res = call(fi, args, l.destructure() || l.var().temporary() ? fresh("call") : name(l.var()), "let " + l.displayName());
+                bind(l, res);
+            }
+            case Rhs.Handle h -> throw new MlirError(l.pos(), "let " + l.displayName() + ": handle " + h.fn() + " is lowered after transform_ad");
+            case Rhs.Tuple t -> {
+                List<Val> vs = new ArrayList<>();
+                for (Var e : t.elems()) vs.addAll(values(e, l));
+                bind(l, vs);
+            }
+            case Instr ins -> {
+                if (ins instanceof Instr.Input) {
+                    env.put(l.var(), List.of(inputs.get(l.var().name())));
+                    return;
+                }
+                if (ins instanceof Instr.Fused fu && (l.destructure() || fu.results() != 1)) {
+                    bind(l, fusions.lower(l, fu));
+                    return;
+                }
+                String n = name(l.var());
+                env.put(l.var(), List.of(lower(l, ins, n)));
+            }
+        }
+    }
+
+    private void bind(Let l, List<Val> vs) {
+        if (!l.destructure()) {
+            env.put(l.var(), vs);
+            return;
+        }
+        if (vs.size() != l.binders().size())
+            throw new MlirError(l.pos(), "let " + l.displayName() + ": destructuring " + l.binders().size() + " names from " + vs.size() + " values");
+        for (int i = 0; i < vs.size(); i++) env.put(l.binders().get(i), List.of(vs.get(i)));
+    }
+
+    private List<Val> call(FnInfo fi, List<Val> args, String res, String where) {
+        List<Val> all = new ArrayList<>(args);
+        for (String n : fi.inputs.keySet()) all.add(inputs.get(n));
+        return f.call(res, fi.symbol, all, resultTypes(fi.fn.result(), where), false);
+    }
+
+    private static List<TensorType> resultTypes(Type t, String where) {
+        return switch (t) {
+            case TensorType tt -> List.of(tt);
+            case Type.Tuple tu -> {
+                List<TensorType> l = new ArrayList<>();
+                for (Type e : tu.elems()) l.addAll(resultTypes(e, where));
+                yield l;
+            }
+            case Type.Fn _ -> throw new MlirError(where + ": a fn returning a fn has no lowering");
+        };
+    }
+
+    List<Val> values(Var v, Let at) {
+        List<Val> vs = env.get(v);
+        if (vs == null) throw new MlirError(at.pos(), "let " + at.displayName() + ": " + v + " is not a tensor value here");
+        return vs;
+    }
+
+    Val one(Var v, Let at) {
+        List<Val> vs = values(v, at);
+        if (vs.size() != 1) throw new MlirError(at.pos(), "let " + at.displayName() + ": " + v + " is a tuple, not a tensor");
+        return vs.getFirst();
+    }
+
+    // ---- the instructions: one case each, families as one case where the lowering is uniform ----
+
+    /** Lowers one instruction; its last op defines {@code out}. */
+    Val lower(Let l, Instr ins, String out) {
+        TensorType t = l.tensorType();
+        Function<Var, Val> x = v -> one(v, l);
+        return switch (ins) {
+            case Input _ -> throw new IllegalStateException("inputs are arguments");
+            case Literal(var lt, var payload) -> f.literal(out, lt, payload);
+            case Fill(var ft, var v) -> f.fill(out, ft, v);
+            case Instr.Unary u -> elementwise(out, t, List.of(x.apply(u.operands().getFirst())),
+                    (b, a) -> List.of(unary(b, u, t.dtype(), a.getFirst())));
+            case Instr.Binary bi -> elementwise(out, t, bi.operands().stream().map(x).toList(), (b, a) -> List.of(binary(b, bi, a)));
+            case ArgMax(var a, var axis) -> rows.argmax(x.apply(a), axis, t);
+            case Clamp(var a, var lo, var hi) -> elementwise(out, t, List.of(x.apply(a)),
+                    (b, a0) -> List.of(b.arith("minsi", b.arith("maxsi", a0.getFirst(), b.cst(DType.I64, lo)), b.cst(DType.I64, hi))));
+            case Requant(var a, var shift) -> elementwise(out, t, List.of(x.apply(a)),
+                    (b, a0) -> List.of(b.arith("shrsi", a0.getFirst(), b.cst(DType.I64, shift))));
+            case Instr.Matmul(var a, var b) -> matmul(out, x.apply(a), x.apply(b), t);
+            case Reshape(var a, var to) -> reshape(out, x.apply(a), to);
+            case Transpose(var a, var perm) -> perm.rank() == 0 ? x.apply(a) : f.transpose(out, x.apply(a), perm);
+            case Broadcast(var a, var to) -> {
+                Val src = x.apply(a);
+                int r = to.rank(), lead = r - src.type().rank();      // new leading axes read nothing
+                int[] m = new int[r - lead];
+                for (int i = 0; i < m.length; i++) m[i] = src.type().shape().dim(i) == 1 && to.dim(lead + i) != 1 ? AffineMap.ZERO : lead + i;
+                yield generic(out, r, Set.of(), List.of(new Operand(src, new AffineMap(m))), List.of(new Operand(f.empty(t), AffineMap.identity(r))),
+                        (b, args) -> List.of(args.getFirst()));
+            }
+            case Sum(var a, var axis, var keep) -> {
+                Val s = reduce(keep ? fresh("sum") : out, List.of(x.apply(a)), List.of(), axis, t.dtype(), 0.0,
+                        (b, args) -> List.of(b.add(args.getFirst(), args.getLast())));
+                yield keep ? reshape(out, s, t.shape()) : s;
+            }
+            case LogSoftmax(var a, var axis) -> rows.softmax(out, x.apply(a), axis, true);
+            case Softmax(var a, var axis) -> rows.softmax(out, x.apply(a), axis, false);
+            case RmsNorm(var a, var w, var r, var eps) -> rows.rmsnorm(out, x.apply(a), w.map(x), r.map(x), eps);
+            case LayerNorm(var a, var w, var bias, var eps) -> rows.layernorm(out, x.apply(a), w.map(x), bias.map(x), eps);
+            case L2Norm(var a, var eps) -> rows.l2norm(out, x.apply(a), eps);
+            case Rope(var a, var c, var s, var heads, var rotary, var start) -> rows.rope(out, x.apply(a), x.apply(c), x.apply(s), heads, rotary, start);
+            case Attention(var q, var k, var v, var sinks, var o) -> attention.attention(out, x.apply(q), x.apply(k), x.apply(v), sinks.map(x), o, t);
+            case AttentionLse(var q, var k, var sinks, var o) -> attention.lse(out, x.apply(q), x.apply(k), sinks.map(x), o, t);
+            case AttentionExp(var q, var k, var lse, var o) -> attention.exp(out, x.apply(q), x.apply(k), x.apply(lse), o, t);
+            case AttentionGrad ag -> one(fusions.attentionGrad(l, ag), l);
+            case AttentionProduct(var a, var b, var o, var form) -> attention.product(out, x.apply(a), x.apply(b), o, form, t);
+            case TakeAlongAxis(var v, var i, var axis) -> rows.takeAlongAxis(out, x.apply(v), x.apply(i), axis, t);
+            case Gather(var v, var i) -> rows.gather(out, x.apply(v), x.apply(i), t);
+            case SetRows(var tab, var i, var r) -> rows.setRows(out, x.apply(tab), x.apply(i), x.apply(r));
+            case ScatterAdd(var u, var i, var dest) -> rows.scatterAdd(out, x.apply(u), x.apply(i), dest);
+            case ScatterAlongAxis(var axis, var u, var i, var dest) -> rows.scatterAlongAxis(out, axis, x.apply(u), x.apply(i), dest);
+            case Instr.Fused fu -> {
+                List<Val> r = fusions.lower(l, fu);
+                if (r.size() != 1) throw new MlirError(l.pos(), "let " + l.displayName() + ": " + fu.op() + " makes " + r.size() + " values, bound to one name");
+                yield r.getFirst();
+            }
+        };
+    }
+
+    // ---- scalar bodies of the elementwise families
+
+    /** One element of a unary instruction of dtype d. */
+    static Scalar unary(Body b, Instr.Unary u, DType d, Scalar x) {
+        return switch (u) {
+            case Neg _ -> b.negf(x);
+            case Exp _ -> b.math("exp", x);
+            case Log _ -> b.math("log", x);
+            case Sqrt _ -> b.math("sqrt", x);
+            case Rsqrt _ -> b.divf(b.cst(d, 1), b.math("sqrt", x));
+            case Tanh _ -> b.math("tanh", x);
+            case Sigmoid _ -> sigmoid(b, d, x);
+            case Reciprocal _ -> b.divf(b.cst(d, 1), x);
+            case Silu _ -> b.mul(x, sigmoid(b, d, x));
+            case Gelu _ -> {
+                Scalar x3 = b.mul(b.mul(x, x), x);
+                Scalar z = b.mul(b.cst(d, Gelu.GELU_C), b.add(x, b.mul(b.cst(d, Gelu.GELU_K), x3)));
+                yield b.mul(b.mul(b.cst(d, 0.5), x), b.add(b.cst(d, 1), b.math("tanh", z)));
+            }
+            case Relu _ -> d.floating() ? b.maximumf(x, b.cst(d, 0)) : b.arith("maxsi", x, b.cst(d, 0));
+            case Softcap(var ignored, var cap) -> {
+                Scalar c = b.cst(d, cap);
+                yield b.mul(c, b.math("tanh", b.divf(x, c)));
+            }
+        };
+    }
+
+    /** One element of a binary instruction. */
+    static Scalar binary(Body b, Instr.Binary bi, List<Scalar> a) {
+        return switch (bi) {
+            case Add _ -> b.add(a.get(0), a.get(1));
+            case Sub _ -> b.subf(a.get(0), a.get(1));
+            case Mul _ -> b.mul(a.get(0), a.get(1));
+            case Div _ -> b.divf(a.get(0), a.get(1));
+            case Maximum _ -> b.maximumf(a.get(0), a.get(1));
+            case Greater _ -> b.cmpf("ogt", a.get(0), a.get(1));
+            case Select _ -> b.select(a.get(0), a.get(1), a.get(2));
+            case Swiglu _ -> b.mul(b.mul(a.get(0), sigmoid(b, ((Mlir.Elem) a.get(0).type()).dtype(), a.get(0))), a.get(1));
+        };
+    }
+
+    /** σ(x) = 1 / (1 + exp(−x)). */
+    static Scalar sigmoid(Body b, DType d, Scalar x) {
+        Scalar ex = b.math("exp", b.negf(x));
+        return b.divf(b.cst(d, 1), b.add(b.cst(d, 1), ex));
+    }
+
+    // ---- generics
+
+    /** A generic with one result. */
+    Val generic(String out, int loops, Set<Integer> red, List<Operand> ins, List<Operand> outs, BodyFn body) {
+        return f.generic(out, loops, red, ins, outs, "", body).getFirst();
+    }
+
+    /** An all-parallel generic over t's shape, operands of t's shape (identity maps), into a fresh t. */
+    Val elementwise(String out, TensorType t, List<Val> ops, BodyFn body) {
+        int r = t.rank();
+        List<Operand> ins = ops.stream().map(v -> new Operand(v, AffineMap.identity(r))).toList();
+        return generic(out, r, Set.of(), ins, List.of(new Operand(f.empty(t), AffineMap.identity(r))), body);
+    }
+
+    /**
+     * Reduces over {@code axis} of the shape of {@code full}'s operands (those in {@code rows} have
+     * that shape without the axis) into a tensor of that reduced shape starting from {@code init}.
+     * The body gets the ins, then the accumulator.
+     */
+    Val reduce(String out, List<Val> full, List<Val> rowOps, int axis, DType d, double init, BodyFn body) {
+        TensorType ft = full.getFirst().type();
+        int r = ft.rank();
+        TensorType rt = new TensorType(d, ft.shape().drop(axis), ft.placement());
+        List<Operand> ins = new ArrayList<>();
+        for (Val v : full) ins.add(new Operand(v, AffineMap.identity(r)));
+        for (Val v : rowOps) ins.add(new Operand(v, AffineMap.drop(r, axis)));
+        return generic(out, r, Set.of(axis), ins, List.of(new Operand(f.filled(rt, init), AffineMap.drop(r, axis))), body);
+    }
+
+    /** An all-parallel generic over {@code full}'s shape with row operands broadcast along {@code axis}. */
+    Val overRows(String out, TensorType t, List<Val> full, List<Val> rowOps, List<Val> lanes, int axis, BodyFn body) {
+        int r = t.rank();
+        List<Operand> ins = new ArrayList<>();
+        for (Val v : full) ins.add(new Operand(v, AffineMap.identity(r)));
+        for (Val v : rowOps) ins.add(new Operand(v, AffineMap.drop(r, axis)));
+        for (Val v : lanes) ins.add(new Operand(v, new AffineMap(axis)));
+        return generic(out, r, Set.of(), ins, List.of(new Operand(f.empty(t), AffineMap.identity(r))), body);
+    }
+
+    // ---- contraction and layout
+
+    Val matmul(String out, Val a, Val b, TensorType t) {
+        int r = t.rank();
+        if (r <= 3) return contract(out, a, b, t);
+        Reassoc assoc = batchAssoc(r);
+        Val a3 = f.collapse(fresh("collapse"), a, assoc, batch3(a.type()));
+        Val b3 = f.collapse(fresh("collapse"), b, assoc, batch3(b.type()));
+        Val c = contract(fresh("bmm"), a3, b3, batch3(t));
+        return f.expand(out, c, assoc, t);
+    }
+
+    /**
+     * a @ b of rank 2 ({@code linalg.matmul}) or 3 ({@code linalg.batch_matmul}) from a zero
+     * start, in a private func of its own marked {@code kina.contraction} with its tile sizes
+     * ({@code kina.tiles}): the schedule tiles and vectorizes these funcs, and only these.
+     */
+    Val contract(String out, Val a, Val b, TensorType t) {
+        String sym = symbol + ".mm" + module.contractions.size();
+        String named = t.rank() == 2 ? "linalg.matmul" : "linalg.batch_matmul";
+        Shape sa = a.type().shape();
+        int r = t.rank();
+        Emitter.Contraction c = new Emitter.Contraction(sym, Schedule.tiles(r, sa.dim(r - 2), t.shape().dim(r - 1), sa.dim(r - 1), t.dtype()));
+        module.contractions.add(c);
+        // Destination passing: the caller's zero-filled init is the result (bufferized in place,
+        // the equivalent result dropped), so no result is copied out of the func.
+        Mlir.Fn body = new Mlir.Fn();
+        Val pa = new Val("%a", a.type()), pb = new Val("%b", b.type()), init = new Val("%init", t);
+        Val res = body.named("%c", named, pa, pb, init);
+        module.extra.append(body.func(sym, List.of(pa, pb, init), List.of(res),
+                " attributes {kina.contraction, kina.tiles = \"" + c.tileText() + "\"}", false));
+        Val z = f.filled(t, 0);
+        return f.call(out, sym, List.of(a, b, z), List.of(t), false).getFirst();
+    }
+
+    /** [[0, …, r−3], [r−2], [r−1]]: the batch dims grouped. */
+    private static Reassoc batchAssoc(int r) {
+        List<Integer> g = new ArrayList<>();
+        for (int i = 0; i < r - 2; i++) g.add(i);
+        return new Reassoc(List.of(g, List.of(r - 2), List.of(r - 1)));
+    }
+
+    private static TensorType batch3(TensorType t) {
+        Shape s = t.shape();
+        int r = s.rank();
+        return t.withShape(Shape.of(s.prefix(r - 2).vol(), s.dim(r - 2), s.dim(r - 1)));
+    }
+
+    /**
+     * x with shape {@code to} (same volume, row-major order kept): the value itself, one collapse or
+     * one expand when the dims group, else a collapse to rank 1 then an expand.
+     */
+    Val reshape(String out, Val x, Shape to) {
+        Shape from = x.type().shape();
+        TensorType tt = x.type().withShape(to);
+        if (from.equals(to)) return x;
+        Reassoc g = to.rank() == 0 || from.rank() == 0 ? new Reassoc(List.of())
+                : to.rank() == 1 ? Reassoc.all(0, from.rank())
+                : from.rank() == 1 ? Reassoc.all(0, to.rank())
+                : to.rank() < from.rank() ? groups(from, to)
+                : to.rank() > from.rank() ? groups(to, from) : null;
+        if (g == null) return reshape(out, reshape(fresh("flat"), x, Shape.of(from.vol())), to);
+        return to.rank() < from.rank() ? f.collapse(out, x, g, tt) : f.expand(out, x, g, tt);
+    }
+
+    /**
+     * The reassociation grouping the dims of {@code big} into those of {@code small}: each small
+     * dim takes the next big dims until their product equals it, trailing unit dims join the last
+     * group; null when the dims do not group so (or a dim is 0).
+     */
+    private static Reassoc groups(Shape big, Shape small) {
+        for (long d : big.dims()) if (d == 0) return null;
+        List<List<Integer>> gs = new ArrayList<>();
+        int i = 0;
+        for (int j = 0; j < small.rank(); j++) {
+            List<Integer> g = new ArrayList<>();
+            long p = 1;
+            do {
+                if (i == big.rank()) return null;
+                p *= big.dim(i);
+                g.add(i++);
+            } while (p < small.dim(j));
+            if (p != small.dim(j)) return null;
+            gs.add(g);
+        }
+        for (; i < big.rank(); i++) {
+            if (big.dim(i) != 1) return null;
+            gs.getLast().add(i);
+        }
+        return new Reassoc(gs);
+    }
+}
