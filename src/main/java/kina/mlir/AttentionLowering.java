@@ -71,7 +71,7 @@ final class AttentionLowering {
     /** a @ b for rank-3 a, b (a batch matmul of its own). */
     private Val bmm(Val a, Val b) {
         Shape sa = a.type().shape(), sb = b.type().shape();
-        return l.contract(fresh("bmm"), a, b, a.type().withShape(Shape.of(sa.dim(0), sa.dim(1), sb.dim(2))));
+        return l.contract(fresh("bmm"), a, false, b, a.type().withShape(Shape.of(sa.dim(0), sa.dim(1), sb.dim(2))));
     }
 
     /** x [B, KV, G, T, L] with +0.0 where row t does not attend key j (each entry a select). */
@@ -132,7 +132,7 @@ final class AttentionLowering {
             Scalar v = expDiff(b, a.get(0), a.get(1));
             return List.of(b.select(attended(b, b.index(3), b.index(4), o, len), v, b.cst(d, 0)));
         });
-        Val z = l.reduce(fresh("denom"), List.of(ex), List.of(), 4, d, 0, (b, a) -> List.of(b.add(a.get(1), a.get(0))));
+        Val z = l.reduce(fresh("denom"), List.of(ex), List.of(), 4, d, 0, (b, a) -> List.of(b.accumulate(a.get(1), a.get(0))));
         if (s2.isPresent())
             z = l.generic(fresh("denom"), 4, Set.of(), List.of(new Operand(z, id4), new Operand(mm, id4), new Operand(s2.get(), heads)),
                     List.of(new Operand(f.empty(rt), id4)), (b, a) -> List.of(b.add(a.get(0), expDiff(b, a.get(2), a.get(1)))));

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Set;
 import kina.ad.TransformAd;
 import kina.ir.Block;
+import kina.ir.DType;
 import kina.ir.Instr;
 import kina.ir.Let;
 import kina.ir.Placement;
@@ -55,14 +56,17 @@ public final class Emitter {
     }
 
     /**
-     * A contraction func of the module: its symbol and tile sizes (M, N, K; a leading 1 for a
-     * batch), which the schedule reads.
+     * A contraction func of the module: C[M, N] = A[M, K] B[K, N] (A stored [K, M] when
+     * {@code transA}), in {@code batch} independent products (0: not a batch), of dtype d; the
+     * schedule tiles it by its {@link #key}.
      */
-    record Contraction(String symbol, List<Long> tiles) {
-        Contraction { tiles = List.copyOf(tiles); }
+    record Contraction(String symbol, boolean transA, long batch, long m, long n, long k, DType dtype) {
 
-        /** The sizes as {@code MxNxK} (the func's {@code kina.tiles} attribute). */
-        String tileText() { return String.join("x", tiles.stream().map(String::valueOf).toList()); }
+        /** The linalg op. */
+        String op() { return "linalg." + (batch > 0 ? "batch_" : "") + "matmul" + (transA ? "_transpose_a" : ""); }
+
+        /** Its schedule class: the op, shape and dtype, e.g. {@code linalg.matmul 512x64x64 f32}. */
+        String key() { return op() + " " + (batch > 0 ? batch + "x" : "") + m + "x" + n + "x" + k + " " + Mlir.el(dtype); }
     }
 
     /**
@@ -79,13 +83,26 @@ public final class Emitter {
     public static final String ENTRY = "kina_entry";
 
     /**
-     * Lowers a checked program: transform_ad first when it has reverseMode handles.
+     * Lowers a checked program (transform_ad first when it has reverseMode handles) to the reference
+     * lowering: scatter_add as one (v, d, n) generic whose n is a reduction iterator.
      *
      * @throws MlirError naming the let the lowering refuses
      */
     public static Module emit(Program checked) {
         Program p = hasHandle(checked.body()) ? TransformAd.transform(checked) : checked;
-        return new Emitter(p).module();
+        return new Emitter(p, false).module();
+    }
+
+    /**
+     * {@link #emit}, in the form the native engine builds: scatter_add as a loop over its updates,
+     * each added to its destination row (the same sums in the same order, O(N·D) instead of the
+     * generic's O(V·N·D)); everything else as {@link #emit}.
+     *
+     * @throws MlirError naming the let the lowering refuses
+     */
+    public static Module emitNative(Program checked) {
+        Program p = hasHandle(checked.body()) ? TransformAd.transform(checked) : checked;
+        return new Emitter(p, true).module();
     }
 
     private static boolean hasHandle(Block b) {
@@ -105,6 +122,7 @@ public final class Emitter {
         final String name;
         final LinkedHashMap<String, TensorType> inputs = new LinkedHashMap<>();
         final Map<Var, FnInfo> scope;           // the fns visible inside the body (for its calls)
+        Lowering.Returns returns;                // set when its func is emitted, before any call of it
 
         FnInfo(String symbol, String name, Rhs.Fn fn, Map<Var, FnInfo> scope) {
             this.symbol = symbol;
@@ -130,7 +148,13 @@ public final class Emitter {
      */
     static final int SPLIT = 200, PART = 16;
 
-    private Emitter(Program p) { this.program = p; }
+    /** Whether scatter_add is a loop over its update rows (the native form) rather than the (v, d, n) generic. */
+    final boolean rowScatter;
+
+    private Emitter(Program p, boolean rowScatter) {
+        this.program = p;
+        this.rowScatter = rowScatter;
+    }
 
     private Module module() {
         refuseDevice(program.body(), "the program");
@@ -141,11 +165,13 @@ public final class Emitter {
         sb.append("// kina ").append(program.file()).append(": host lowering to linalg on tensors (MLIR 19)\n");
         for (FnInfo f : fns) sb.append(new Lowering(this, f.symbol).fn(f));
         Lowering main = new Lowering(this, "main");
-        List<TensorType> outputs = main.main(top, topScope, mainInputs, sb);
+        Lowering.Returns returns = main.main(top, topScope, mainInputs, sb);
         List<Arg> args = new ArrayList<>();
         mainInputs.forEach((n, t) -> args.add(new Arg(n, t)));
         sb.append(extra);
-        sb.append(entry(args, outputs));
+        sb.append(entry(args, returns));
+        List<TensorType> outputs = new ArrayList<>();
+        for (int k : returns.from()) outputs.add(k >= 0 ? returns.returned().get(k).type() : args.get(-1 - k).type());
         return new Module(sb.toString(), new Entry(args, outputs), contractions, scatters);
     }
 
@@ -196,8 +222,11 @@ public final class Emitter {
         return s;
     }
 
-    /** The exported destination-passing wrapper: inputs read only, one memref per result. */
-    private static String entry(List<Arg> args, List<TensorType> outputs) {
+    /**
+     * The exported destination-passing wrapper: inputs read only, one memref per result of
+     * {@code @main} (a result main passes through from an input is that input, copied).
+     */
+    private static String entry(List<Arg> args, Lowering.Returns returns) {
         StringBuilder sb = new StringBuilder();
         sb.append("func.func @").append(ENTRY).append('(');
         List<String> params = new ArrayList<>(), names = new ArrayList<>(), types = new ArrayList<>();
@@ -206,13 +235,17 @@ public final class Emitter {
             names.add("%in." + a.name());
             types.add(Mlir.ty(a.type()));
         }
+        int[] from = returns.from();
+        List<TensorType> outputs = new ArrayList<>(), returned = returns.returned().stream().map(Mlir.Val::type).toList();
+        for (int k : from) outputs.add(k >= 0 ? returned.get(k) : args.get(-1 - k).type());
         for (int i = 0; i < outputs.size(); i++) params.add("%out." + i + ": " + Mlir.memref(outputs.get(i)));
         sb.append(String.join(", ", params)).append(") attributes {llvm.emit_c_interface} {\n");
-        String r = outputs.size() == 1 ? "%r" : "%r:" + outputs.size();
-        sb.append("  ").append(r).append(" = func.call @main(").append(String.join(", ", names)).append(") : (")
-                .append(String.join(", ", types)).append(") -> ").append(Mlir.results(outputs)).append('\n');
+        String r = returned.size() == 1 ? "%r" : "%r:" + returned.size();
+        sb.append("  ").append(returned.isEmpty() ? "" : r + " = ").append("func.call @main(").append(String.join(", ", names)).append(") : (")
+                .append(String.join(", ", types)).append(") -> ").append(Mlir.results(returned)).append('\n');
         for (int i = 0; i < outputs.size(); i++)
-            sb.append("  bufferization.materialize_in_destination ").append(outputs.size() == 1 ? "%r" : "%r#" + i)
+            sb.append("  bufferization.materialize_in_destination ")
+                    .append(from[i] < 0 ? names.get(-1 - from[i]) : returned.size() == 1 ? "%r" : "%r#" + from[i])
                     .append(" in restrict writable %out.").append(i).append(" : (").append(Mlir.ty(outputs.get(i))).append(", ")
                     .append(Mlir.memref(outputs.get(i))).append(") -> ()\n");
         sb.append("  return\n}\n");

@@ -32,8 +32,8 @@ final class Fusions {
     List<Val> lower(Let at, Instr.Fused fu) {
         Function<Var, Val> x = v -> l.one(v, at);
         return switch (fu) {
-            case MatmulT(var a, var b, var ta, var tb) -> List.of(x.apply(part(at, matmulT(at, a, b, ta, tb))));
-            case MatmulShared(var a, var bs, var ta, var tb) -> bs.stream().map(b -> x.apply(part(at, matmulT(at, a, b, ta, tb)))).toList();
+            case MatmulT(var a, var b, var ta, var tb) -> List.of(matmul(at, a, b, ta, tb));
+            case MatmulShared(var a, var bs, var ta, var tb) -> bs.stream().map(b -> matmul(at, a, b, ta, tb)).toList();
             case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(at, p, dp, rowSums).stream().map(x).toList();
             case AttentionWithLse(var q, var k, var v, var sinks, var o) -> List.of(
                     x.apply(part(at, new Attention(q, k, v, sinks, o))), x.apply(part(at, new AttentionLse(q, k, sinks, o))));
@@ -57,11 +57,11 @@ final class Fusions {
         return v;
     }
 
-    /** a @ b with either operand's last two axes swapped first (the transposes made, then the matmul). */
-    private Instr matmulT(Let at, Var a, Var b, boolean ta, boolean tb) {
-        Var a2 = ta ? part(at, new Transpose(a, Perm.lastTwo(l.one(a, at).type().rank()))) : a;
-        Var b2 = tb ? part(at, new Transpose(b, Perm.lastTwo(l.one(b, at).type().rank()))) : b;
-        return new Instr.Matmul(a2, b2);
+    /** a @ b with either operand's last two axes swapped first. */
+    private Val matmul(Let at, Var a, Var b, boolean ta, boolean tb) {
+        Val va = l.one(a, at), vb = l.one(b, at);
+        TensorType t = TypeRules.infer(new MatmulT(a, b, ta, tb), v -> l.one(v, at).type());
+        return l.matmul(l.fresh("f"), va, ta, vb, tb, t);
     }
 
     /** p ⊙ (dp − broadcast(Σ_last p ⊙ dp)) and, with rowSums, the row sums. */

@@ -73,11 +73,44 @@ final class Lowering {
             params.add(v);
         });
         List<Val> res = block(fi.fn.body(), fi.scope, "fn " + fi.name);
-        return f.func(fi.symbol, params, res, "", false);
+        fi.returns = Returns.of(res, params);
+        return f.func(fi.symbol, params, fi.returns.returned(), "", false);
     }
 
-    /** The top-level block as {@code @main}; appends it to {@code sb} and returns its result types. */
-    List<TensorType> main(Block top, Map<Var, FnInfo> scope, LinkedHashMap<String, TensorType> args, StringBuilder sb) {
+    /**
+     * What a func returns of its results: each distinct value once, and no parameter (the caller
+     * has those): buffer-results-to-out-params{hoist-static-allocs} crashes on a returned argument
+     * or a value returned twice (MLIR 19). {@code from[i]} is result i's index among those
+     * returned, or −1 − j for parameter j.
+     */
+    record Returns(List<Val> returned, int[] from) {
+
+        static Returns of(List<Val> res, List<Val> params) {
+            Map<String, Integer> param = new HashMap<>(), at = new HashMap<>();
+            for (int j = 0; j < params.size(); j++) param.putIfAbsent(params.get(j).ssa(), j);
+            List<Val> returned = new ArrayList<>();
+            int[] from = new int[res.size()];
+            for (int i = 0; i < res.size(); i++) {
+                Val v = res.get(i);
+                Integer j = param.get(v.ssa());
+                if (j != null) from[i] = -1 - j;
+                else {
+                    from[i] = at.computeIfAbsent(v.ssa(), k -> { returned.add(v); return returned.size() - 1; });
+                }
+            }
+            return new Returns(List.copyOf(returned), from);
+        }
+
+        /** The results at a call: of the call's values ({@code got}, as returned) and its arguments. */
+        List<Val> at(List<Val> got, List<Val> args) {
+            List<Val> out = new ArrayList<>();
+            for (int k : from) out.add(k >= 0 ? got.get(k) : args.get(-1 - k));
+            return out;
+        }
+    }
+
+    /** The top-level block as {@code @main}; appends it to {@code sb} and answers what it returns. */
+    Returns main(Block top, Map<Var, FnInfo> scope, LinkedHashMap<String, TensorType> args, StringBuilder sb) {
         List<Val> params = new ArrayList<>();
         args.forEach((n, t) -> {
             Val v = new Val("%in." + n, t);
@@ -85,8 +118,9 @@ final class Lowering {
             params.add(v);
         });
         List<Val> res = block(top, scope, "the program");
-        sb.append(f.func("main", params, res, "", false));
-        return res.stream().map(Val::type).toList();
+        Returns rt = Returns.of(res, params);
+        sb.append(f.func("main", params, rt.returned(), "", false));
+        return rt;
     }
 
     /** The SSA name of a let's var: its own name, or a fresh one for a parser temporary. */
@@ -198,22 +232,29 @@ final class Lowering {
         }
         p.lets(lets, fnScope);
         for (Let l : lets) if (l.rhs() instanceof Rhs.Fn fn) fnScope.put(l.var(), module.infoOf.get(fn));
-        List<Var> outVars = new ArrayList<>();
+        // A value the part only passes through (an argument, or an input) is not returned: the caller
+        // has it. A value bound to several names is returned once.
+        Map<String, Val> outer = new HashMap<>();
+        for (int i = 0; i < params.size(); i++) outer.put(params.get(i).ssa(), args.get(i));
+        Map<String, Integer> at = new LinkedHashMap<>();
         List<Val> outs = new ArrayList<>();
         for (Let l : lets)
             for (Var v : l.binders())
-                if (later.contains(v) && p.env.containsKey(v)) {
-                    outVars.add(v);
-                    outs.addAll(p.env.get(v));
-                }
+                if (later.contains(v) && p.env.containsKey(v))
+                    for (Val x : p.env.get(v))
+                        if (!outer.containsKey(x.ssa()) && !at.containsKey(x.ssa())) {
+                            at.put(x.ssa(), outs.size());
+                            outs.add(x);
+                        }
         module.extra.append(p.f.func(p.symbol, params, outs, "", true));
         List<Val> res = f.call(fresh("part"), p.symbol, args, outs.stream().map(Val::type).toList(), true);
-        int k = 0;
-        for (Var v : outVars) {
-            List<Val> mine = new ArrayList<>();
-            for (int i = 0; i < p.env.get(v).size(); i++) mine.add(res.get(k++));
-            env.put(v, mine);
-        }
+        for (Let l : lets)
+            for (Var v : l.binders())
+                if (later.contains(v) && p.env.containsKey(v)) {
+                    List<Val> mine = new ArrayList<>();
+                    for (Val x : p.env.get(v)) mine.add(outer.containsKey(x.ssa()) ? outer.get(x.ssa()) : res.get(at.get(x.ssa())));
+                    env.put(v, mine);
+                }
     }
 
     private static String what(Let l) {
@@ -262,21 +303,11 @@ final class Lowering {
     }
 
     private List<Val> call(FnInfo fi, List<Val> args, String res, String where) {
+        if (fi.fn.result() instanceof Type.Fn) throw new MlirError(where + ": a fn returning a fn has no lowering");
         List<Val> all = new ArrayList<>(args);
         for (String n : fi.inputs.keySet()) all.add(inputs.get(n));
-        return f.call(res, fi.symbol, all, resultTypes(fi.fn.result(), where), false);
-    }
-
-    private static List<TensorType> resultTypes(Type t, String where) {
-        return switch (t) {
-            case TensorType tt -> List.of(tt);
-            case Type.Tuple tu -> {
-                List<TensorType> l = new ArrayList<>();
-                for (Type e : tu.elems()) l.addAll(resultTypes(e, where));
-                yield l;
-            }
-            case Type.Fn _ -> throw new MlirError(where + ": a fn returning a fn has no lowering");
-        };
+        List<Val> got = f.call(res, fi.symbol, all, fi.returns.returned().stream().map(Val::type).toList(), false);
+        return fi.returns.at(got, all);
     }
 
     List<Val> values(Var v, Let at) {
@@ -309,7 +340,7 @@ final class Lowering {
                     (b, a0) -> List.of(b.arith("minsi", b.arith("maxsi", a0.getFirst(), b.cst(DType.I64, lo)), b.cst(DType.I64, hi))));
             case Requant(var a, var shift) -> elementwise(out, t, List.of(x.apply(a)),
                     (b, a0) -> List.of(b.arith("shrsi", a0.getFirst(), b.cst(DType.I64, shift))));
-            case Instr.Matmul(var a, var b) -> matmul(out, x.apply(a), x.apply(b), t);
+            case Instr.Matmul(var a, var b) -> matmul(out, x.apply(a), false, x.apply(b), false, t);
             case Reshape(var a, var to) -> reshape(out, x.apply(a), to);
             case Transpose(var a, var perm) -> perm.rank() == 0 ? x.apply(a) : f.transpose(out, x.apply(a), perm);
             case Broadcast(var a, var to) -> {
@@ -322,7 +353,7 @@ final class Lowering {
             }
             case Sum(var a, var axis, var keep) -> {
                 Val s = reduce(keep ? fresh("sum") : out, List.of(x.apply(a)), List.of(), axis, t.dtype(), 0.0,
-                        (b, args) -> List.of(b.add(args.getFirst(), args.getLast())));
+                        (b, args) -> List.of(b.accumulate(args.getLast(), args.getFirst())));
                 yield keep ? reshape(out, s, t.shape()) : s;
             }
             case LogSoftmax(var a, var axis) -> rows.softmax(out, x.apply(a), axis, true);
@@ -437,37 +468,42 @@ final class Lowering {
 
     // ---- contraction and layout
 
-    Val matmul(String out, Val a, Val b, TensorType t) {
+    /**
+     * a @ b of type t, either operand's last two axes swapped first when {@code ta} / {@code tb}:
+     * rank 2 and 3 as one contraction, rank ≥ 4 with the batch dims collapsed around one. A
+     * swapped a is read in place ({@code linalg.matmul_transpose_a}: each step of the product reads
+     * a row of a, as it reads a row of b); a swapped b is transposed first (a column of b would be
+     * a strided read), which costs a pass over b, not over the product.
+     */
+    Val matmul(String out, Val a, boolean ta, Val b, boolean tb, TensorType t) {
         int r = t.rank();
-        if (r <= 3) return contract(out, a, b, t);
+        if (r <= 3) return contract(out, a, ta, tb ? f.transpose(b, kina.ir.Perm.lastTwo(r)) : b, t);
         Reassoc assoc = batchAssoc(r);
         Val a3 = f.collapse(fresh("collapse"), a, assoc, batch3(a.type()));
         Val b3 = f.collapse(fresh("collapse"), b, assoc, batch3(b.type()));
-        Val c = contract(fresh("bmm"), a3, b3, batch3(t));
+        Val c = contract(fresh("bmm"), a3, ta, tb ? f.transpose(b3, kina.ir.Perm.lastTwo(3)) : b3, batch3(t));
         return f.expand(out, c, assoc, t);
     }
 
     /**
-     * a @ b of rank 2 ({@code linalg.matmul}) or 3 ({@code linalg.batch_matmul}) from a zero
-     * start, in a private func of its own marked {@code kina.contraction} with its tile sizes
-     * ({@code kina.tiles}): the schedule tiles and vectorizes these funcs, and only these.
+     * a @ b (a's last two axes swapped when {@code ta}) of rank 2 or 3 (a batch) into a fresh
+     * tensor, in a private func of its own that zero-fills its destination and accumulates
+     * ({@code kina.contraction}, with the {@code kina.schedule} class the {@link Schedule} tiles
+     * and vectorizes it by). Destination passing: the caller's empty tensor is the result
+     * (bufferized in place, the equivalent result dropped), so no result is copied out of the func.
      */
-    Val contract(String out, Val a, Val b, TensorType t) {
-        String sym = symbol + ".mm" + module.contractions.size();
-        String named = t.rank() == 2 ? "linalg.matmul" : "linalg.batch_matmul";
-        Shape sa = a.type().shape();
+    Val contract(String out, Val a, boolean ta, Val b, TensorType t) {
         int r = t.rank();
-        Emitter.Contraction c = new Emitter.Contraction(sym, Schedule.tiles(r, sa.dim(r - 2), t.shape().dim(r - 1), sa.dim(r - 1), t.dtype()));
+        Shape sa = a.type().shape(), st = t.shape();
+        Emitter.Contraction c = new Emitter.Contraction(symbol + ".mm" + module.contractions.size(), ta, r == 3 ? st.dim(0) : 0,
+                st.dim(r - 2), st.dim(r - 1), sa.dim(ta ? r - 2 : r - 1), t.dtype());
         module.contractions.add(c);
-        // Destination passing: the caller's zero-filled init is the result (bufferized in place,
-        // the equivalent result dropped), so no result is copied out of the func.
         Mlir.Fn body = new Mlir.Fn();
-        Val pa = new Val("%a", a.type()), pb = new Val("%b", b.type()), init = new Val("%init", t);
-        Val res = body.named("%c", named, pa, pb, init);
-        module.extra.append(body.func(sym, List.of(pa, pb, init), List.of(res),
-                " attributes {kina.contraction, kina.tiles = \"" + c.tileText() + "\"}", false));
-        Val z = f.filled(t, 0);
-        return f.call(out, sym, List.of(a, b, z), List.of(t), false).getFirst();
+        Val pa = new Val("%a", a.type()), pb = new Val("%b", b.type()), dest = new Val("%out", t);
+        Val res = body.named("%c", c.op(), pa, pb, body.fillInto("%zero", dest, 0));
+        module.extra.append(body.func(c.symbol(), List.of(pa, pb, dest), List.of(res),
+                " attributes {kina.contraction, kina.schedule = \"" + c.key() + "\"}", false));
+        return f.call(out, c.symbol(), List.of(a, b, f.empty(t)), List.of(t), false).getFirst();
     }
 
     /** [[0, …, r−3], [r−2], [r−1]]: the batch dims grouped. */

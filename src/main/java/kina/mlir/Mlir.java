@@ -108,8 +108,22 @@ final class Mlir {
         public String text() { return "index"; }
     }
 
+    /** An offset into a tensor: an index value, or a constant. */
+    sealed interface Ix permits Scalar, Ix.Const {
+        String text();
+
+        /** A constant offset. */
+        record Const(long value) implements Ix {
+            public String text() { return Long.toString(value); }
+        }
+
+        static Ix of(long v) { return new Const(v); }
+    }
+
     /** A scalar SSA value. */
-    record Scalar(String ssa, STy type) {
+    record Scalar(String ssa, STy type) implements Ix {
+        public String text() { return ssa; }
+
         boolean floating() { return type instanceof Elem(var d) && d.floating(); }
     }
 
@@ -227,6 +241,14 @@ final class Mlir {
             return new Val(out, t);
         }
 
+        /** {@code out = linalg.fill} of v into {@code dest}. */
+        Val fillInto(String out, Val dest, double v) {
+            String c = fresh("c");
+            line(c + " = " + constant(dest.type().dtype(), v));
+            line(out + " = linalg.fill ins(" + c + " : " + el(dest.type().dtype()) + ") outs(" + dest.ssa() + " : " + dest.ty() + ") -> " + dest.ty());
+            return new Val(out, dest.type());
+        }
+
         /** A tensor of type t filled with v (a fresh name). */
         Val filled(TensorType t, double v) { return fill(fresh("init"), t, v); }
 
@@ -306,6 +328,64 @@ final class Mlir {
             return new Scalar(v, new Elem(t.type().dtype()));
         }
 
+        /** An {@code index} constant under a fresh name. */
+        Scalar index(long v) {
+            String c = fresh("c");
+            line(c + " = arith.constant " + v + " : index");
+            return new Scalar(c, Index.INDEX);
+        }
+
+        /** {@code tensor.extract t[at…]} under a fresh name. */
+        Scalar extract(Val t, List<Scalar> at, String stem) {
+            String v = fresh(stem);
+            line(v + " = tensor.extract " + t.ssa() + "[" + String.join(", ", at.stream().map(Scalar::ssa).toList()) + "] : " + t.ty());
+            return new Scalar(v, new Elem(t.type().dtype()));
+        }
+
+        /** An i64 as an index, under a fresh name. */
+        Scalar toIndex(Scalar x) {
+            String v = fresh("i");
+            line(v + " = arith.index_cast " + x.ssa() + " : " + x.type().text() + " to index");
+            return new Scalar(v, Index.INDEX);
+        }
+
+        /**
+         * {@code out = scf.for %iv = lo to hi step 1 iter_args(%acc = init)} whose body {@code body}
+         * writes from the induction variable and the carried value, answering the value it yields.
+         */
+        Val loop(String out, Scalar lo, Scalar hi, Val init, java.util.function.BiFunction<Scalar, Val, Val> body) {
+            Scalar one = index(1);
+            Scalar iv = new Scalar(fresh("iv"), Index.INDEX);
+            Val acc = new Val(fresh("acc"), init.type());
+            line(out + " = scf.for " + iv.ssa() + " = " + lo.ssa() + " to " + hi.ssa() + " step " + one.ssa() + " iter_args(" + acc.ssa()
+                    + " = " + init.ssa() + ") -> (" + init.ty() + ") {");
+            Val y = body.apply(iv, acc);
+            line("  scf.yield " + y.ssa() + " : " + y.ty());
+            line("}");
+            return new Val(out, init.type());
+        }
+
+        /** {@code tensor.extract_slice t[offsets] [sizes] [1, …]} of type {@code to} (rank-reduced where to says so). */
+        Val extractSlice(Val t, List<Ix> offsets, List<Long> sizes, TensorType to) {
+            String v = fresh("slice");
+            line(v + " = tensor.extract_slice " + t.ssa() + slice(offsets, sizes) + " : " + t.ty() + " to " + ty(to));
+            return new Val(v, to);
+        }
+
+        /** {@code tensor.insert_slice src into dest[offsets] [sizes] [1, …]}. */
+        Val insertSlice(Val src, Val dest, List<Ix> offsets, List<Long> sizes) {
+            String v = fresh("inserted");
+            line(v + " = tensor.insert_slice " + src.ssa() + " into " + dest.ssa() + slice(offsets, sizes) + " : " + src.ty() + " into " + dest.ty());
+            return new Val(v, dest.type());
+        }
+
+        private static String slice(List<Ix> offsets, List<Long> sizes) {
+            List<String> ones = new ArrayList<>();
+            for (int i = 0; i < sizes.size(); i++) ones.add("1");
+            return "[" + String.join(", ", offsets.stream().map(Ix::text).toList()) + "] [" + String.join(", ", sizes.stream().map(String::valueOf).toList())
+                    + "] [" + String.join(", ", ones) + "]";
+        }
+
         /** {@code cf.assert cond, "message"}. */
         void check(Scalar cond, String message) { line("cf.assert " + cond.ssa() + ", \"" + message + "\""); }
 
@@ -381,6 +461,16 @@ final class Mlir {
 
         /** mulf or muli by the operands' type. */
         Scalar mul(Scalar x, Scalar y) { return bin(x.floating() ? "arith.mulf" : "arith.muli", x, y); }
+
+        /**
+         * x + y accumulated in a reduction: floats with {@code fastmath<reassoc>}, which lets LLVM
+         * vectorize the reduction (partial sums in vector lanes, combined at the end: a fixed order
+         * for a given build, not the sequential one).
+         */
+        Scalar accumulate(Scalar x, Scalar y) {
+            if (!x.floating()) return add(x, y);
+            return op("arith.addf " + x.ssa() + ", " + y.ssa() + " fastmath<reassoc> : " + x.type().text(), x.type());
+        }
 
         Scalar subf(Scalar x, Scalar y) { return bin("arith.subf", x, y); }
 

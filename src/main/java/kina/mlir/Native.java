@@ -64,12 +64,11 @@ public final class Native {
         Program p = TransformAd.transform(checked);
         refuseDtypes(p.body());
         List<IndexChecks.Check> checks = IndexChecks.of(p);
-        Emitter.Module m = Emitter.emit(p);
+        Emitter.Module m = Emitter.emitNative(p);
         return new Native(m.entry(), checks, Toolchain.build(m));
     }
 
     private Native(Emitter.Entry entry, List<IndexChecks.Check> checks, Path so) {
-        MALLOC.run();
         this.entry = entry;
         this.checks = checks;
         Arena arena = Arena.ofAuto();
@@ -95,33 +94,6 @@ public final class Native {
         }
         relink();
     }
-
-    /**
-     * Once per process: glibc keeps freed memory for reuse. A call allocates and frees every
-     * intermediate tensor; by default glibc maps each large block (from 128 KB, rising with use)
-     * with mmap and gives trimmed memory back, so every call faulted its pages in anew (a sixth of
-     * the tiny train step's time in the kernel). mmap only above 32 MB (glibc's largest threshold),
-     * trim only above 1 GB. No-op where there is no mallopt.
-     */
-    private static final Runnable MALLOC = new Runnable() {
-        private boolean done;
-
-        @Override public synchronized void run() {
-            if (done) return;
-            done = true;
-            Linker l = Linker.nativeLinker();
-            l.defaultLookup().find("mallopt").ifPresent(f -> {
-                MethodHandle h = l.downcallHandle(f, FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
-                        java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT));
-                try {
-                    int ignored = (int) h.invokeExact(-3, 32 << 20);        // M_MMAP_THRESHOLD
-                    ignored = (int) h.invokeExact(-1, 1 << 30);             // M_TRIM_THRESHOLD
-                } catch (Throwable e) {
-                    throw new IllegalStateException("mallopt: " + e, e);
-                }
-            });
-        }
-    };
 
     /** The entry's inputs (by name) and outputs. */
     public Emitter.Entry entry() { return entry; }

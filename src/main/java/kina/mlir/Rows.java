@@ -10,6 +10,7 @@ import kina.ir.Shape;
 import kina.ir.TensorType;
 import kina.mlir.Mlir.AffineMap;
 import kina.mlir.Mlir.BodyFn;
+import kina.mlir.Mlir.Ix;
 import kina.mlir.Mlir.Operand;
 import kina.mlir.Mlir.Reassoc;
 import kina.mlir.Mlir.Scalar;
@@ -21,7 +22,8 @@ import kina.mlir.Mlir.Val;
  * first AND-reduces {@code 0 ≤ i < bound} over its indices and {@code cf.assert}s it with the
  * message {@code <op> index out of bounds}. ScatterAdd collapses σ to N and accumulates over a
  * (v, d, n) generic whose n is a reduction iterator (marked {@code kina.scatter}: the schedule runs
- * it as (v, n, d)); ScatterAlongAxis selects over the destination.
+ * it as (v, n, d)), or, in the native engine's form ({@link Emitter#emitNative}), a loop over n that
+ * adds each update row to its destination row; ScatterAlongAxis selects over the destination.
  */
 final class Rows {
     private final Lowering l;
@@ -61,7 +63,7 @@ final class Rows {
         Val m = l.reduce(fresh("max"), List.of(x), List.of(), axis, d, Double.NEGATIVE_INFINITY,
                 (b, a) -> List.of(b.maximumf(a.get(0), a.get(1))));
         Val s = l.reduce(fresh("expsum"), List.of(x), List.of(m), axis, d, 0,
-                (b, a) -> List.of(b.add(a.get(2), b.math("exp", b.subf(a.get(0), a.get(1))))));
+                (b, a) -> List.of(b.accumulate(a.get(2), b.math("exp", b.subf(a.get(0), a.get(1))))));
         if (log) {
             Val ls = rowsMap(fresh("logsum"), s, (b, a) -> List.of(b.math("log", a.getFirst())));
             return l.overRows(out, x.type(), List.of(x), List.of(m, ls), List.of(), axis, (b, a) ->
@@ -83,7 +85,7 @@ final class Rows {
         int last = x.type().rank() - 1;
         long dd = x.type().shape().dim(last);
         Val u = res.isPresent() ? l.elementwise(fresh("u"), x.type(), List.of(x, res.get()), (b, a) -> List.of(b.add(a.get(0), a.get(1)))) : x;
-        Val ss = l.reduce(fresh("sumsq"), List.of(u), List.of(), last, d, 0, (b, a) -> List.of(b.add(a.get(1), b.mul(a.get(0), a.get(0)))));
+        Val ss = l.reduce(fresh("sumsq"), List.of(u), List.of(), last, d, 0, (b, a) -> List.of(b.accumulate(a.get(1), b.mul(a.get(0), a.get(0)))));
         Val q = inverseRms("rms", ss, dd, eps);
         return l.overRows(out, x.type(), List.of(u), List.of(q), w.map(List::of).orElse(List.of()), last, (b, a) -> {
             Scalar y = b.mul(a.get(0), a.get(1));
@@ -95,11 +97,11 @@ final class Rows {
         DType d = x.type().dtype();
         int last = x.type().rank() - 1;
         long dd = x.type().shape().dim(last);
-        Val s = l.reduce(fresh("sum"), List.of(x), List.of(), last, d, 0, (b, a) -> List.of(b.add(a.get(1), a.get(0))));
+        Val s = l.reduce(fresh("sum"), List.of(x), List.of(), last, d, 0, (b, a) -> List.of(b.accumulate(a.get(1), a.get(0))));
         Val mu = rowsMap(fresh("mean"), s, (b, a) -> List.of(b.divf(a.getFirst(), b.cst(d, dd))));
         Val vs = l.reduce(fresh("sumsq"), List.of(x), List.of(mu), last, d, 0, (b, a) -> {
             Scalar dl = b.subf(a.get(0), a.get(1));
-            return List.of(b.add(a.get(2), b.mul(dl, dl)));
+            return List.of(b.accumulate(a.get(2), b.mul(dl, dl)));
         });
         Val q = inverseRms("inv", vs, dd, eps);
         List<Val> lanes = new ArrayList<>();
@@ -116,7 +118,7 @@ final class Rows {
     Val l2norm(String out, Val x, double eps) {
         DType d = x.type().dtype();
         int last = x.type().rank() - 1;
-        Val ss = l.reduce(fresh("sumsq"), List.of(x), List.of(), last, d, 0, (b, a) -> List.of(b.add(a.get(1), b.mul(a.get(0), a.get(0)))));
+        Val ss = l.reduce(fresh("sumsq"), List.of(x), List.of(), last, d, 0, (b, a) -> List.of(b.accumulate(a.get(1), b.mul(a.get(0), a.get(0)))));
         Val n = rowsMap(fresh("norm"), ss, (b, a) -> List.of(b.math("sqrt", b.add(a.getFirst(), b.cst(d, eps)))));
         return l.overRows(out, x.type(), List.of(x), List.of(n), List.of(), last, (b, a) -> List.of(b.divf(a.get(0), a.get(1))));
     }
@@ -212,6 +214,7 @@ final class Rows {
             flatUpd = f.collapse(fresh("collapse"), upd, new Reassoc(List.of(Reassoc.all(0, s).groups().getFirst(), List.of(s))),
                     upd.type().withShape(Shape.of(n, dd)));
         }
+        if (l.module.rowScatter && s >= 1) return scatterRows(out, flatUpd, flatIdx, dest);
         DType d = dest.dtype();
         l.module.scatters = true;
         // kina.scatter: the schedule interchanges the loops to (v, n, d), so the innermost runs along d
@@ -222,6 +225,24 @@ final class Rows {
                     Scalar add = b.select(hit, a.get(1), b.cst(d, 0));
                     return List.of(b.add(a.get(2), add));
                 }).getFirst();
+    }
+
+    /**
+     * The same sums as a loop over n (increasing): row ids[n] of a zero destination += updates[n],
+     * each row update one pass over D, in place: O(N·D) where the (v, d, n) generic is O(V·N·D).
+     */
+    private Val scatterRows(String out, Val upd, Val idx, TensorType dest) {
+        long n = idx.type().shape().dim(0), dd = dest.shape().dim(1);
+        TensorType row = dest.withShape(Shape.of(dd));
+        AffineMap id = AffineMap.identity(1);
+        return f.loop(out, f.index(0), f.index(n), f.filled(dest, 0), (iv, acc) -> {
+            Scalar i = f.toIndex(f.extract(idx, List.of(iv), "id"));
+            Val r = f.extractSlice(acc, List.of(i, Ix.of(0)), List.of(1L, dd), row);
+            Val u = f.extractSlice(upd, List.of(iv, Ix.of(0)), List.of(1L, dd), row);
+            Val sum = l.generic(fresh("row"), 1, Set.of(), List.of(new Operand(u, id)), List.of(new Operand(r, id)),
+                    (b, a) -> List.of(b.add(a.get(1), a.get(0))));
+            return f.insertSlice(sum, acc, List.of(i, Ix.of(0)), List.of(1L, dd));
+        });
     }
 
     /** Bounds, then over dest σ: (indices == index axis) ? update : 0. */

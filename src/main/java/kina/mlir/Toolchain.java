@@ -19,10 +19,13 @@ import java.util.concurrent.TimeUnit;
  * lowering pipeline below), {@code mlir-translate-19 --mlir-to-llvmir}, {@code clang-19 -O3
  * -march=native -shared}, with a little generated LLVM IR ({@code kina_call}) that takes every
  * memref descriptor through one pointer array, so that a call needs one argument however many
- * inputs and outputs the entry has.
+ * inputs and outputs the entry has, and kina's allocator for the step's buffers ({@code alloc.c}: a
+ * freed buffer is kept for the next allocation of its size, so a steady step neither calls malloc
+ * nor faults pages in).
  *
- * <p>Built objects are cached by content: the SHA-256 of the module text, the pipeline, the flags,
- * the tools' version and the CPU, under {@code $KINA_CACHE} (default {@code $XDG_CACHE_HOME/kina},
+ * <p>Built objects are cached by content: the SHA-256 of the module text, the schedule (its tiles
+ * follow the host's vector width, {@link Schedule#vectorBits}), the pipeline, the flags, the
+ * allocator, the tools' version and the CPU, under {@code $KINA_CACHE} (default {@code $XDG_CACHE_HOME/kina},
  * else {@code ~/.cache/kina}) in {@code native/}; a build writes a temporary file and renames it into
  * place, so a reader never sees half an object.
  */
@@ -116,17 +119,35 @@ public final class Toolchain {
     static String pipeline(Path schedule) {
         // No cse before eliminate-empty-tensors: merged tensor.empty ops with several users were all
         // replaced by the first result's destination (MLIR 19), so later ops overwrote that result.
+        // hoist-static-allocs: a func's result buffer is its caller's (no copy into an out-parameter);
+        // it needs results that are neither arguments nor repeated (Lowering.part returns neither).
+        // Two canonicalizations: the first can leave self-copies (memref.copy %x, %x) the second removes.
+        // The polynomial approximations of exp, log, tanh (F32) leave loops without calls, which LLVM vectorizes.
         return "builtin.module(symbol-dce,canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,"
                 + (schedule != null ? "transform-preload-library{transform-library-paths=" + schedule + "},transform-interpreter,canonicalize," : "")
                 + "func.func(eliminate-empty-tensors),"
                 + "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map},"
-                + "drop-equivalent-buffer-results,buffer-results-to-out-params,cse,canonicalize,buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-vector-to-scf{full-unroll=1},convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
-                + "convert-scf-to-cf,convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
-                + "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
+                + "drop-equivalent-buffer-results,buffer-results-to-out-params{hoist-static-allocs=1},canonicalize,canonicalize,cse,"
+                + "buffer-deallocation-pipeline,convert-bufferization-to-memref,scf-forall-to-for,convert-vector-to-scf{full-unroll=1},"
+                + "convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,func.func(test-math-polynomial-approximation),"
+                + "convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
+                + "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm{use-generic-functions=1},convert-func-to-llvm,convert-cf-to-llvm,"
                 + "reconcile-unrealized-casts)";
     }
 
     static final List<String> CLANG = List.of("-O3", "-march=native", "-shared", "-fPIC", "-Wno-override-module");
+
+    /** The step's allocator (the resource kina/mlir/alloc.c): freed buffers kept for reuse by size. */
+    static final String ALLOC = resource("alloc.c");
+
+    private static String resource(String name) {
+        try (var in = Toolchain.class.getResourceAsStream(name)) {
+            if (in == null) throw new IllegalStateException("kina.mlir resource " + name + " is missing from the build");
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IllegalStateException("kina.mlir resource " + name + ": " + e.getMessage(), e);
+        }
+    }
 
     /**
      * The shared object for {@code m}: from the cache, or built (and cached). Its exported function
@@ -137,9 +158,9 @@ public final class Toolchain {
      */
     public static Path build(Emitter.Module m) {
         Tools t = require();
-        String sched = Schedule.text(m);
+        String sched = Schedule.text(m, Schedule.vectorBits());
         String key = sha256(String.join("\n", "v1", m.text(), sched == null ? "" : sched, pipeline(Path.of("schedule.mlir")),
-                String.join(" ", CLANG), glue(m.entry()), version(t), cpu()));
+                String.join(" ", CLANG), glue(m.entry()), ALLOC, version(t), cpu()));
         Path dir = cacheDir();
         Path so = dir.resolve(key + ".so");
         if (Files.isRegularFile(so)) return so;
@@ -148,7 +169,8 @@ public final class Toolchain {
             Path work = Files.createTempDirectory(dir, "build-");
             try {
                 Path in = work.resolve("module.mlir"), llvm = work.resolve("module.llvm.mlir"), ll = work.resolve("module.ll");
-                Path glue = work.resolve("glue.ll"), out = work.resolve("lib.so");
+                Path glue = work.resolve("glue.ll"), alloc = work.resolve("alloc.c"), out = work.resolve("lib.so");
+                Files.writeString(alloc, ALLOC, StandardCharsets.UTF_8);
                 Files.writeString(in, m.text(), StandardCharsets.UTF_8);
                 Files.writeString(glue, glue(m.entry()), StandardCharsets.UTF_8);
                 Path schedule = null;
@@ -160,11 +182,11 @@ public final class Toolchain {
                 step("mlir-translate", List.of(t.mlirTranslate().toString(), "--mlir-to-llvmir", llvm.toString(), "-o", ll.toString()), work);
                 List<String> cc = new ArrayList<>(List.of(t.clang().toString()));
                 cc.addAll(CLANG);
-                cc.addAll(List.of(ll.toString(), glue.toString(), "-o", out.toString(), "-lm"));
+                cc.addAll(List.of(ll.toString(), glue.toString(), alloc.toString(), "-o", out.toString(), "-lm", "-lpthread"));
                 step("clang", cc, work);
-                keep(work);
                 Files.move(out, so, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             } finally {
+                keep(work);
                 deleteTree(work);
             }
         } catch (IOException e) {
@@ -175,7 +197,8 @@ public final class Toolchain {
 
     /**
      * With {@code KINA_NATIVE_KEEP=DIR} set, a build's intermediate files (the module, the schedule,
-     * the lowered module, the LLVM IR) are copied into DIR, for reading what the pipeline made.
+     * the lowered module, the LLVM IR; what a failed build got to) are copied into DIR, for reading
+     * what the pipeline made.
      */
     private static void keep(Path work) throws IOException {
         String k = System.getenv("KINA_NATIVE_KEEP");

@@ -88,8 +88,9 @@ public final class Trainer {
         /** The host interpreter, let by let. */
         INTERPRETER,
         /**
-         * The program lowered to MLIR and built into a shared object (kina.mlir.Native; cached by
-         * content), called once per step: results within rounding of the others, not the same bits.
+         * The program as the plan rewrites it (its fusions) lowered to MLIR and built into a shared
+         * object (kina.mlir.Native; cached by content), called once per step: results within
+         * rounding of the others, not the same bits.
          */
         NATIVE;
 
@@ -108,7 +109,7 @@ public final class Trainer {
             return switch (this) {
                 case PLAN -> new PlanRunner(Plan.compile(p));
                 case INTERPRETER -> new InterpreterRunner(p);
-                case NATIVE -> new NativeRunner(Native.compile(p));
+                case NATIVE -> new NativeRunner(Native.compile(Plan.compile(p).program()));
             };
         }
     }
