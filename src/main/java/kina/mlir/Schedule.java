@@ -34,17 +34,20 @@ final class Schedule {
     record Tile(long rows, long cols) {}
 
     /**
-     * The register tile for a host whose vectors hold {@code vectorBits}: two vectors of columns,
-     * and as many rows as leaves the accumulators (rows × 2 vectors), a row of B and a broadcast of
-     * A in the vector registers: 8 rows with AVX-512's 32 registers (16 accumulators), 6 with
-     * AVX2's 16 (12 accumulators; 8 rows spill), 4 with 128-bit vectors. Measured on one core of an
-     * AMD EPYC (AVX-512, F32): 8×32 about 200 GFLOP/s where 16×32 gave 60–130 and 4×64 130–200;
-     * under {@code -march=x86-64-v3}, 6×16 about 110 GFLOP/s where 8×16 gave 44 and 8×32 77.
+     * The register tile for C's {@code n} columns on a host whose vectors hold {@code vectorBits}:
+     * two vectors of columns, and as many rows as leaves the accumulators (rows × 2 vectors), a row
+     * of B and a broadcast of A in the vector registers: 8 rows with AVX-512's 32 registers (16
+     * accumulators), 6 with AVX2's 16 (12 accumulators; 8 rows spill), 4 with 128-bit vectors. With
+     * AVX-512, when C's rows are not whole 64-byte lines apart (n × element size not a multiple of
+     * 64: every other row's vectors straddle two lines), one vector of columns and 16 rows. Measured
+     * on one core of an AMD EPYC (AVX-512, F32): 8×32 about 200–225 GFLOP/s where 16×32 gave
+     * 60–130 and 4×64 130–200; at n = 344, 8×32 gave 75 and 16×16 190; under {@code -march=x86-64-v3},
+     * 6×16 about 110 GFLOP/s where 8×16 gave 44 and 8×32 77.
      */
-    static Tile registerTile(int vectorBits, DType d) {
-        long lanes = Math.max(1, vectorBits / (d == DType.F32 ? 32 : d == DType.F64 || d == DType.I64 ? 64 : 32));
-        long rows = vectorBits >= 512 ? 8 : vectorBits >= 256 ? 6 : 4;
-        return new Tile(rows, 2 * lanes);
+    static Tile registerTile(int vectorBits, DType d, long n) {
+        long bytes = d == DType.F64 || d == DType.I64 ? 8 : 4, lanes = Math.max(1, vectorBits / 8 / bytes);
+        if (vectorBits >= 512) return n * bytes % 64 == 0 ? new Tile(8, 2 * lanes) : new Tile(16, lanes);
+        return new Tile(vectorBits >= 256 ? 6 : 4, 2 * lanes);
     }
 
     /** The property that sets the vector width the tiles are chosen for (128, 256 or 512 bits). */
@@ -103,7 +106,7 @@ final class Schedule {
                         }
                     """);
         int i = 0;
-        for (Emitter.Contraction c : classes.values()) b.append(tiling(c, registerTile(vectorBits, c.dtype()), i++));
+        for (Emitter.Contraction c : classes.values()) b.append(tiling(c, registerTile(vectorBits, c.dtype(), c.n()), i++));
         if (classes.isEmpty()) return b.append("    transform.yield\n  }\n}\n").toString();
         b.append("""
                     %fs = transform.structured.match ops{["func.func"]} attributes {kina.contraction} in %root : (!transform.any_op) -> !transform.any_op
