@@ -177,9 +177,17 @@ final class AttentionLowering {
         return unqueries(out, bmm(batched(p), keys(v, o, false)), o, t);
     }
 
-    /** lse = m + log(z) per row and head from the softmax's row maximum m and denominator z (sink included), σ++[T, H]. */
-    Val lse(String out, Val q, Val k, Optional<Val> sinks, AttnOpts o, TensorType t) {
+    /** attention and attention_lse of one set of operands, the probabilities computed once. */
+    List<Val> withLse(String out, String lseOut, Val q, Val k, Val v, Optional<Val> sinks, AttnOpts o, TensorType t, TensorType lt) {
         Probs ps = probs(q, k, sinks, o);
+        Val y = unqueries(out, bmm(batched(ps.p()), keys(v, o, false)), o, t);
+        return List.of(y, lse(lseOut, ps, lt));
+    }
+
+    /** lse = m + log(z) per row and head from the softmax's row maximum m and denominator z (sink included), σ++[T, H]. */
+    Val lse(String out, Val q, Val k, Optional<Val> sinks, AttnOpts o, TensorType t) { return lse(out, probs(q, k, sinks, o), t); }
+
+    private Val lse(String out, Probs ps, TensorType t) {
         Val m = ps.m(), z = ps.z();                             // [B, KV, G, T]
         Val lse = l.elementwise(fresh("lse"), m.type(), List.of(m, z), (b, a) -> List.of(b.add(a.get(0), b.math("log", a.get(1)))));
         return l.reshape(out, f.transpose(lse, Perm.of(0, 3, 1, 2)), t.shape());

@@ -2,8 +2,10 @@ package kina.mlir;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import kina.check.TypeRules;
@@ -16,6 +18,9 @@ import kina.ir.Rhs;
 import kina.ir.Shape;
 import kina.ir.TensorType;
 import kina.ir.Var;
+import kina.mlir.Mlir.AffineMap;
+import kina.mlir.Mlir.Operand;
+import kina.mlir.Mlir.Scalar;
 import kina.mlir.Mlir.Val;
 
 /**
@@ -34,19 +39,146 @@ final class Fusions {
         return switch (fu) {
             case MatmulT(var a, var b, var ta, var tb) -> List.of(matmul(at, a, b, ta, tb));
             case MatmulShared(var a, var bs, var ta, var tb) -> bs.stream().map(b -> matmul(at, a, b, ta, tb)).toList();
-            case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(at, p, dp, rowSums).stream().map(x).toList();
-            case AttentionWithLse(var q, var k, var v, var sinks, var o) -> List.of(
-                    x.apply(part(at, new Attention(q, k, v, sinks, o))), x.apply(part(at, new AttentionLse(q, k, sinks, o))));
+            case SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(x.apply(p), x.apply(dp), rowSums);
+            case AttentionWithLse(var q, var k, var v, var sinks, var o) -> {
+                Function<Var, TensorType> ty = w -> l.one(w, at).type();
+                yield l.attention.withLse(l.fresh("f"), l.fresh("f"), x.apply(q), x.apply(k), x.apply(v), sinks.map(x), o,
+                        TypeRules.infer(new Attention(q, k, v, sinks, o), ty), TypeRules.infer(new AttentionLse(q, k, sinks, o), ty));
+            }
             case AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) -> {
+                Map<AttentionGrad.Wrt, Var> grads = attentionGrads(at, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.Q), dq, dk, dv);
                 List<Val> out = new ArrayList<>();
-                if (dq) out.add(x.apply(attentionGrad(at, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.Q))));
-                if (dk) out.add(x.apply(attentionGrad(at, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.K))));
-                if (dv) out.add(x.apply(attentionGrad(at, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.V))));
+                for (AttentionGrad.Wrt w : AttentionGrad.Wrt.values()) if (grads.containsKey(w)) out.add(x.apply(grads.get(w)));
                 yield out;
             }
-            case SwigluSigmoid(var g, var u) -> List.of(x.apply(part(at, new Swiglu(g, u))), x.apply(part(at, new Sigmoid(g))));
-            case Elementwise(var inputs, var body) -> elementwise(at, inputs, body);
+            case SwigluSigmoid(var g, var u) -> swigluSigmoid(x.apply(g), x.apply(u));
+            case Elementwise(var inputs, var body) -> {
+                List<Val> one = elementwiseGeneric(at, inputs, body);
+                yield one != null ? one : elementwise(at, inputs, body);
+            }
         };
+    }
+
+    /** gate·σ(gate)·up and σ(gate) in one generic, σ computed once. */
+    private List<Val> swigluSigmoid(Val g, Val u) {
+        TensorType t = g.type();
+        int r = t.rank();
+        AffineMap id = AffineMap.identity(r);
+        return l.f.generic(l.fresh("swiglu"), r, Set.of(), List.of(new Operand(g, id), new Operand(u, id)),
+                List.of(new Operand(l.f.empty(t), id), new Operand(l.f.empty(t), id)), "", (b, a) -> {
+                    Scalar s = Lowering.sigmoid(b, t.dtype(), a.get(0));
+                    return List.of(b.mul(b.mul(a.get(0), s), a.get(1)), s);
+                });
+    }
+
+    /** The softmax VJP over the last axis: d = Σ p ⊙ dp per row (one pass), ds = p ⊙ (dp − d) (one pass); d keeps its axis. */
+    private List<Val> softmaxGrad(Val p, Val dp, boolean rowSums) {
+        TensorType t = p.type();
+        int last = t.rank() - 1;
+        Val d = l.reduce(l.fresh("rowsum"), List.of(p, dp), List.of(), last, t.dtype(), 0,
+                (b, a) -> List.of(b.accumulate(a.get(2), b.mul(a.get(0), a.get(1)))));
+        Val ds = l.overRows(l.fresh("ds"), t, List.of(p, dp), List.of(d), List.of(), last,
+                (b, a) -> List.of(b.mul(a.get(0), b.subf(a.get(1), a.get(2)))));
+        return rowSums ? List.of(ds, l.reshape(l.fresh("rowsum"), d, t.shape().with(last, 1))) : List.of(ds);
+    }
+
+    /**
+     * A fused elementwise chain as one linalg.generic over its results' shape, one result per value
+     * of the fn: each input read through its indexing map (in place, where the body broadcasts it),
+     * an input that is a uniform fill read as a constant; null when the body holds anything else
+     * (then it is lowered let by let).
+     */
+    private List<Val> elementwiseGeneric(Let at, List<Var> inputs, Rhs.Fn fn) {
+        List<Var> results = List.of(fn.body().result());
+        Map<Var, Instr> body = new LinkedHashMap<>();
+        for (Let b : fn.body().lets()) {
+            switch (b.rhs()) {
+                case Rhs.Tuple(var elems) -> results = elems;
+                case Instr ins when !b.destructure() -> body.put(b.var(), ins);
+                default -> { return null; }
+            }
+        }
+        Map<Var, Integer> param = new HashMap<>();
+        for (int i = 0; i < fn.params().size(); i++) param.put(fn.params().get(i).name(), i);
+        for (Var v : results) if (!body.containsKey(v) || body.get(v) instanceof Instr.Broadcast) return null;
+        Map<Var, TensorType> types = new HashMap<>();
+        Function<Var, TensorType> typeOf = new Function<>() {
+            public TensorType apply(Var v) {
+                if (param.containsKey(v)) return l.one(inputs.get(param.get(v)), at).type();
+                TensorType known = types.get(v);
+                if (known == null) types.put(v, known = TypeRules.infer(body.get(v), this));
+                return known;
+            }
+        };
+        // the loop space: the shape the body broadcasts to (every broadcast's), else the first value's;
+        // every other value has its volume and is read or written reshaped (row-major order kept)
+        Shape s = null;
+        for (Instr ins0 : body.values())
+            if (ins0 instanceof Instr.Broadcast(var x, var to)) {
+                if (s != null && !s.equals(to)) return null;
+                s = to;
+            }
+        TensorType first = typeOf.apply(results.getFirst());
+        if (s == null) s = first.shape();
+        TensorType t = first.withShape(s);
+        int r = s.rank();
+        List<Operand> ins = new ArrayList<>();
+        Map<String, Integer> pairs = new HashMap<>();
+        Map<Var, Integer> operandOf = new HashMap<>();          // a body var (a parameter or a broadcast of one) → its operand
+        Map<Var, Double> constant = new HashMap<>();            // … or a uniform fill's value
+        Map<Var, Var> alias = new HashMap<>();                  // a body reshape → the var it reshapes
+        for (var e : body.entrySet()) {
+            Instr ins0 = e.getValue();
+            boolean bcast = ins0 instanceof Instr.Broadcast;
+            if (bcast ? !param.containsKey(ins0.operands().getFirst())
+                    : !(ins0 instanceof Instr.Reshape) && !FUSIBLE.contains(ins0.getClass()) || typeOf.apply(e.getKey()).shape().vol() != s.vol()) return null;
+            if (ins0 instanceof Instr.Reshape(var x, var ignored)) alias.put(e.getKey(), x);
+            for (Var o : ins0.operands()) {
+                if (!param.containsKey(o)) continue;
+                Var src = inputs.get(param.get(o));
+                Var at0 = bcast ? e.getKey() : o;
+                Shape from = l.one(src, at).type().shape();
+                if (l.fills.containsKey(src)) { constant.put(at0, l.fills.get(src)); continue; }
+                if (!bcast && from.vol() != s.vol()) return null;
+                AffineMap m = bcast ? broadcastMap(from, s) : AffineMap.identity(r);
+                Shape loop = s;
+                operandOf.put(at0, pairs.computeIfAbsent(param.get(o) + " " + m.results(), k -> {
+                    Val v = l.one(src, at);
+                    ins.add(new Operand(bcast ? v : l.reshape(l.fresh("flat"), v, loop), m));
+                    return ins.size() - 1;
+                }));
+            }
+        }
+        List<Operand> outs = new ArrayList<>();
+        for (Var ignored : results) outs.add(new Operand(l.f.empty(t), AffineMap.identity(r)));
+        List<Var> res = results;
+        List<Val> made = l.f.generic(l.fresh("ew"), r, Set.of(), ins, outs, "", (b, a) -> {
+            Map<Var, Scalar> val = new HashMap<>();
+            for (var e : operandOf.entrySet()) val.put(e.getKey(), a.get(e.getValue()));
+            for (var e : constant.entrySet()) val.put(e.getKey(), b.cst(t.dtype(), e.getValue()));
+            for (var e : body.entrySet()) {
+                if (e.getValue() instanceof Instr.Broadcast) continue;
+                if (alias.containsKey(e.getKey())) { val.put(e.getKey(), val.get(alias.get(e.getKey()))); continue; }
+                List<Scalar> args = e.getValue().operands().stream().map(val::get).toList();
+                val.put(e.getKey(), e.getValue() instanceof Instr.Unary u ? Lowering.unary(b, u, t.dtype(), args.getFirst())
+                        : Lowering.binary(b, (Instr.Binary) e.getValue(), args));
+            }
+            return res.stream().map(val::get).toList();
+        });
+        List<Val> out = new ArrayList<>();
+        for (int i = 0; i < res.size(); i++) out.add(l.reshape(l.fresh("ew"), made.get(i), typeOf.apply(res.get(i)).shape()));
+        return out;
+    }
+
+    /** The instructions a fused chain may hold (the plan's FuseElementwise admits these). */
+    private static final Set<Class<?>> FUSIBLE = Set.of(Neg.class, Sqrt.class, Add.class, Sub.class, Mul.class, Div.class, Maximum.class);
+
+    /** The map reading a tensor of shape {@code from} broadcast to {@code to}: new leading axes read nothing, unit axes read index 0. */
+    static AffineMap broadcastMap(Shape from, Shape to) {
+        int r = to.rank(), lead = r - from.rank();
+        int[] m = new int[r - lead];
+        for (int i = 0; i < m.length; i++) m[i] = from.dim(i) == 1 && to.dim(lead + i) != 1 ? AffineMap.ZERO : lead + i;
+        return new AffineMap(m);
     }
 
     /** Lowers one instruction of a fusion's composition into a fresh value; errors name the fusion's let. */
@@ -64,14 +196,6 @@ final class Fusions {
         return l.matmul(l.fresh("f"), va, ta, vb, tb, t);
     }
 
-    /** p ⊙ (dp − broadcast(Σ_last p ⊙ dp)) and, with rowSums, the row sums. */
-    private List<Var> softmaxGrad(Let at, Var p, Var dp, boolean rowSums) {
-        Shape s = l.one(p, at).type().shape();
-        Var d = part(at, new Sum(part(at, new Mul(p, dp)), s.rank() - 1, true));
-        Var ds = part(at, new Mul(p, part(at, new Sub(dp, part(at, new Broadcast(d, s))))));
-        return rowSums ? List.of(ds, d) : List.of(ds);
-    }
-
     /**
      * attention_dq / _dk / _dv as the composition the blockwise kernel computes pair by pair:
      * P = attention_exp(q, k, lse); dv = attention_pq(P, g); dS = P ⊙ (attention_qk(g, v) − d),
@@ -79,9 +203,16 @@ final class Fusions {
      * dk = α attention_pq(dU, q). Not the kernel's blockwise order: equal within rounding.
      */
     Var attentionGrad(Let at, AttentionGrad ag) {
+        return attentionGrads(at, ag, ag.wrt() == AttentionGrad.Wrt.Q, ag.wrt() == AttentionGrad.Wrt.K, ag.wrt() == AttentionGrad.Wrt.V).get(ag.wrt());
+    }
+
+    /** {@link #attentionGrad} for those of dq, dk, dv asked, P and dU computed once for all of them. */
+    private Map<AttentionGrad.Wrt, Var> attentionGrads(Let at, AttentionGrad ag, boolean dq, boolean dk, boolean dv) {
         AttnOpts o = ag.opts();
+        Map<AttentionGrad.Wrt, Var> out = new java.util.EnumMap<>(AttentionGrad.Wrt.class);
         Var p = part(at, new AttentionExp(ag.q(), ag.k(), ag.lse(), o));
-        if (ag.wrt() == AttentionGrad.Wrt.V) return part(at, new AttentionProduct(p, ag.g(), o, AttentionProduct.Form.PQ));
+        if (dv) out.put(AttentionGrad.Wrt.V, part(at, new AttentionProduct(p, ag.g(), o, AttentionProduct.Form.PQ)));
+        if (!dq && !dk) return out;
         TensorType pt = l.one(p, at).type();
         Shape ps = pt.shape();
         int r = ps.rank();
@@ -96,9 +227,13 @@ final class Fusions {
             Var th = part(at, new Tanh(part(at, new Div(u, part(at, new Fill(pt, o.softcap()))))));
             du = part(at, new Mul(du, part(at, new Sub(part(at, new Fill(pt, 1.0)), part(at, new Mul(th, th))))));
         }
-        boolean dq = ag.wrt() == AttentionGrad.Wrt.Q;
-        Var prod = part(at, new AttentionProduct(du, dq ? ag.k() : ag.q(), o, dq ? AttentionProduct.Form.PK : AttentionProduct.Form.PQ));
-        return part(at, new Mul(prod, part(at, new Fill(l.one(prod, at).type(), al))));
+        for (AttentionGrad.Wrt w : List.of(AttentionGrad.Wrt.Q, AttentionGrad.Wrt.K)) {
+            if (w == AttentionGrad.Wrt.Q ? !dq : !dk) continue;
+            boolean q = w == AttentionGrad.Wrt.Q;
+            Var prod = part(at, new AttentionProduct(du, q ? ag.k() : ag.q(), o, q ? AttentionProduct.Form.PK : AttentionProduct.Form.PQ));
+            out.put(w, part(at, new Mul(prod, part(at, new Fill(l.one(prod, at).type(), al)))));
+        }
+        return out;
     }
 
     /**

@@ -46,6 +46,8 @@ final class Lowering {
     final Mlir.Fn f = new Mlir.Fn();
     final Map<Var, List<Val>> env = new HashMap<>();
     final Map<String, Val> inputs = new HashMap<>();
+    /** The lets of this func's block bound to a uniform fill (shared with its parts): a fused chain reads such an input as a constant. */
+    Map<Var, Double> fills = new HashMap<>();
     final Rows rows = new Rows(this);
     final AttentionLowering attention = new AttentionLowering(this);
     final Fusions fusions = new Fusions(this);
@@ -203,6 +205,7 @@ final class Lowering {
     /** One part: a func of the values it reads, returning the values it defines that {@code later} reads. */
     private void part(List<Let> lets, int index, Set<Var> later, Map<Var, FnInfo> fnScope) {
         Lowering p = new Lowering(module, symbol + ".part" + index);
+        p.fills = fills;
         Set<Var> defined = new HashSet<>();
         List<Val> args = new ArrayList<>(), params = new ArrayList<>();
         Map<String, Val> needInputs = new LinkedHashMap<>();
@@ -331,7 +334,10 @@ final class Lowering {
         return switch (ins) {
             case Input _ -> throw new IllegalStateException("inputs are arguments");
             case Literal(var lt, var payload) -> f.literal(out, lt, payload);
-            case Fill(var ft, var v) -> f.fill(out, ft, v);
+            case Fill(var ft, var v) -> {
+                fills.put(l.var(), v);
+                yield f.fill(out, ft, v);
+            }
             case Instr.Unary u -> elementwise(out, t, List.of(x.apply(u.operands().getFirst())),
                     (b, a) -> List.of(unary(b, u, t.dtype(), a.getFirst())));
             case Instr.Binary bi -> elementwise(out, t, bi.operands().stream().map(x).toList(), (b, a) -> List.of(binary(b, bi, a)));
