@@ -234,12 +234,14 @@ func.func private @nll_grad(%logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4x
   } -> tensor<1x4x8xf32>
   return %loss, %g_logits : tensor<1x4xf32>, tensor<1x4x8xf32>
 }
-func.func private @main(%in.logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4xi64>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>) {
+func.func private @main(%in.logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4xi64>, %dest.0: tensor<1x4xf32>, %dest.1: tensor<1x4x8xf32>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>) {
   %call.0:2 = func.call @nll_grad(%in.logits, %in.targets) : (tensor<1x4x8xf32>, tensor<1x4xi64>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>)
   return %call.0#0, %call.0#1 : tensor<1x4xf32>, tensor<1x4x8xf32>
 }
 func.func @kina_entry(%in.logits: tensor<1x4x8xf32> {bufferization.writable = false}, %in.targets: tensor<1x4xi64> {bufferization.writable = false}, %out.0: memref<1x4xf32>, %out.1: memref<1x4x8xf32>) attributes {llvm.emit_c_interface} {
-  %r:2 = func.call @main(%in.logits, %in.targets) : (tensor<1x4x8xf32>, tensor<1x4xi64>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>)
+  %dest.0 = tensor.empty() : tensor<1x4xf32>
+  %dest.1 = tensor.empty() : tensor<1x4x8xf32>
+  %r:2 = func.call @main(%in.logits, %in.targets, %dest.0, %dest.1) : (tensor<1x4x8xf32>, tensor<1x4xi64>, tensor<1x4xf32>, tensor<1x4x8xf32>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>)
   bufferization.materialize_in_destination %r#0 in restrict writable %out.0 : (tensor<1x4xf32>, memref<1x4xf32>) -> ()
   bufferization.materialize_in_destination %r#1 in restrict writable %out.1 : (tensor<1x4x8xf32>, memref<1x4x8xf32>) -> ()
   return

@@ -1,4 +1,46 @@
 // kina examples/storylm0_ad_step.kina: host lowering to linalg on tensors (MLIR 19)
+func.func private @storylm0_fwd.mm0(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm1(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm2(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm3(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %out: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x4x2 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  return %c : tensor<2x4x4xf32>
+}
+func.func private @storylm0_fwd.mm4(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd.mm5(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd.mm6(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %out: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x8x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%zero : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %c : tensor<1x4x8xf32>
+}
 func.func private @storylm0_fwd(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf32>, %mask: tensor<1x1x4x4xf32>, %scale: tensor<1x1x1x1xf32>, %wq: tensor<4x4xf32>, %wk: tensor<4x4xf32>, %wv: tensor<4x4xf32>, %wo: tensor<4x4xf32>, %lm_head: tensor<4x8xf32>) -> tensor<1x4x8xf32> {
   %c.2 = arith.constant true
   %empty.3 = tensor.empty() : tensor<i1>
@@ -111,6 +153,132 @@ func.func private @storylm0_fwd(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf3
   %empty.77 = tensor.empty() : tensor<1x4x8xf32>
   %logits = func.call @storylm0_fwd.mm6(%o, %lm3, %empty.77) : (tensor<1x4x4xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
   return %logits : tensor<1x4x8xf32>
+}
+func.func private @storylm0_fwd_grad.mm7(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm8(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm9(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm10(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %out: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x4x2 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  return %c : tensor<2x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm11(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd_grad.mm12(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm13(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %out: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x8x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%zero : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %c : tensor<1x4x8xf32>
+}
+func.func private @storylm0_fwd_grad.mm14(%a: tensor<1x4x8xf32>, %b: tensor<1x8x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x8 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x8xf32>, tensor<1x8x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm15(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %out: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x8x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%zero : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %c : tensor<1x4x8xf32>
+}
+func.func private @storylm0_fwd_grad.mm16(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm17(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm18(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %out: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x4x2 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  return %c : tensor<2x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm19(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd_grad.mm20(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+  return %c : tensor<2x4x2xf32>
+}
+func.func private @storylm0_fwd_grad.mm21(%a: tensor<2x2x4xf32>, %b: tensor<2x4x4xf32>, %out: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x2x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<2x2x4xf32>, tensor<2x4x4xf32>) outs(%zero : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+  return %c : tensor<2x2x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm22(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm23(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm24(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm25(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm26(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
+}
+func.func private @storylm0_fwd_grad.mm27(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
+  %c.0 = arith.constant 0.0 : f32
+  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
+  return %c : tensor<1x4x4xf32>
 }
 func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8x4xf32>, %mask: tensor<1x1x4x4xf32>, %scale: tensor<1x1x1x1xf32>, %wq: tensor<4x4xf32>, %wk: tensor<4x4xf32>, %wv: tensor<4x4xf32>, %wo: tensor<4x4xf32>, %lm_head: tensor<4x8xf32>) -> (tensor<1x4x8xf32>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>) {
   %c.2 = arith.constant true
@@ -437,7 +605,7 @@ func.func private @storylm0_fwd_grad(%token_ids: tensor<1x4xi64>, %emb: tensor<8
   } -> tensor<8x4xf32>
   return %logits, %g_emb, %g_mask, %g_scale, %g_wq, %g_wk, %g_wv, %g_wo, %g_lm_head : tensor<1x4x8xf32>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>
 }
-func.func private @main(%in.token_ids: tensor<1x4xi64>, %in.emb: tensor<8x4xf32>, %in.mask: tensor<1x1x4x4xf32>, %in.scale: tensor<1x1x1x1xf32>, %in.wq: tensor<4x4xf32>, %in.wk: tensor<4x4xf32>, %in.wv: tensor<4x4xf32>, %in.wo: tensor<4x4xf32>, %in.lm_head: tensor<4x8xf32>, %in.lr: tensor<1x1xf32>) -> tensor<8x4xf32> {
+func.func private @main(%in.token_ids: tensor<1x4xi64>, %in.emb: tensor<8x4xf32>, %in.mask: tensor<1x1x4x4xf32>, %in.scale: tensor<1x1x1x1xf32>, %in.wq: tensor<4x4xf32>, %in.wk: tensor<4x4xf32>, %in.wv: tensor<4x4xf32>, %in.wo: tensor<4x4xf32>, %in.lm_head: tensor<4x8xf32>, %in.lr: tensor<1x1xf32>, %dest.0: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %call.0:9 = func.call @storylm0_fwd_grad(%in.token_ids, %in.emb, %in.mask, %in.scale, %in.wq, %in.wk, %in.wv, %in.wo, %in.lm_head) : (tensor<1x4xi64>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>) -> (tensor<1x4x8xf32>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>)
   %empty.2 = tensor.empty() : tensor<8x4xf32>
   %t.1 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%in.lr : tensor<1x1xf32>) outs(%empty.2 : tensor<8x4xf32>) {
@@ -450,184 +618,15 @@ func.func private @main(%in.token_ids: tensor<1x4xi64>, %in.emb: tensor<8x4xf32>
     %b.10 = arith.mulf %in.7, %in.8 : f32
     linalg.yield %b.10 : f32
   } -> tensor<8x4xf32>
-  %empty.12 = tensor.empty() : tensor<8x4xf32>
-  %t.11 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%in.emb, %t.5 : tensor<8x4xf32>, tensor<8x4xf32>) outs(%empty.12 : tensor<8x4xf32>) {
-  ^bb0(%in.13: f32, %in.14: f32, %out.15: f32):
-    %b.16 = arith.subf %in.13, %in.14 : f32
-    linalg.yield %b.16 : f32
+  %t.11 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%in.emb, %t.5 : tensor<8x4xf32>, tensor<8x4xf32>) outs(%dest.0 : tensor<8x4xf32>) {
+  ^bb0(%in.12: f32, %in.13: f32, %out.14: f32):
+    %b.15 = arith.subf %in.12, %in.13 : f32
+    linalg.yield %b.15 : f32
   } -> tensor<8x4xf32>
   return %t.11 : tensor<8x4xf32>
 }
-func.func private @storylm0_fwd.mm0(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd.mm1(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd.mm2(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd.mm3(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %out: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x4x2 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  return %c : tensor<2x4x4xf32>
-}
-func.func private @storylm0_fwd.mm4(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  return %c : tensor<2x4x2xf32>
-}
-func.func private @storylm0_fwd.mm5(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd.mm6(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %out: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x8x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%zero : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  return %c : tensor<1x4x8xf32>
-}
-func.func private @storylm0_fwd_grad.mm7(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm8(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm9(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm10(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %out: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x4x2 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  return %c : tensor<2x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm11(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  return %c : tensor<2x4x2xf32>
-}
-func.func private @storylm0_fwd_grad.mm12(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm13(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %out: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x8x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%zero : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  return %c : tensor<1x4x8xf32>
-}
-func.func private @storylm0_fwd_grad.mm14(%a: tensor<1x4x8xf32>, %b: tensor<1x8x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x8 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x8xf32>, tensor<1x8x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm15(%a: tensor<1x4x4xf32>, %b: tensor<1x4x8xf32>, %out: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x8x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x8xf32>) outs(%zero : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
-  return %c : tensor<1x4x8xf32>
-}
-func.func private @storylm0_fwd_grad.mm16(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm17(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm18(%a: tensor<2x4x2xf32>, %b: tensor<2x2x4xf32>, %out: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x4x2 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%zero : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
-  return %c : tensor<2x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm19(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  return %c : tensor<2x4x2xf32>
-}
-func.func private @storylm0_fwd_grad.mm20(%a: tensor<2x4x4xf32>, %b: tensor<2x4x2xf32>, %out: tensor<2x4x2xf32>) -> tensor<2x4x2xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x4x2x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%zero : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
-  return %c : tensor<2x4x2xf32>
-}
-func.func private @storylm0_fwd_grad.mm21(%a: tensor<2x2x4xf32>, %b: tensor<2x4x4xf32>, %out: tensor<2x2x4xf32>) -> tensor<2x2x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 2x2x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<2x2x4xf32>, tensor<2x4x4xf32>) outs(%zero : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
-  return %c : tensor<2x2x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm22(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm23(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm24(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm25(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm26(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
-func.func private @storylm0_fwd_grad.mm27(%a: tensor<1x4x4xf32>, %b: tensor<1x4x4xf32>, %out: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> attributes {kina.contraction, kina.schedule = "linalg.batch_matmul 1x4x4x4 f32"} {
-  %c.0 = arith.constant 0.0 : f32
-  %zero = linalg.fill ins(%c.0 : f32) outs(%out : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  %c = linalg.batch_matmul ins(%a, %b : tensor<1x4x4xf32>, tensor<1x4x4xf32>) outs(%zero : tensor<1x4x4xf32>) -> tensor<1x4x4xf32>
-  return %c : tensor<1x4x4xf32>
-}
 func.func @kina_entry(%in.token_ids: tensor<1x4xi64> {bufferization.writable = false}, %in.emb: tensor<8x4xf32> {bufferization.writable = false}, %in.mask: tensor<1x1x4x4xf32> {bufferization.writable = false}, %in.scale: tensor<1x1x1x1xf32> {bufferization.writable = false}, %in.wq: tensor<4x4xf32> {bufferization.writable = false}, %in.wk: tensor<4x4xf32> {bufferization.writable = false}, %in.wv: tensor<4x4xf32> {bufferization.writable = false}, %in.wo: tensor<4x4xf32> {bufferization.writable = false}, %in.lm_head: tensor<4x8xf32> {bufferization.writable = false}, %in.lr: tensor<1x1xf32> {bufferization.writable = false}, %out.0: memref<8x4xf32>) attributes {llvm.emit_c_interface} {
-  %r = func.call @main(%in.token_ids, %in.emb, %in.mask, %in.scale, %in.wq, %in.wk, %in.wv, %in.wo, %in.lm_head, %in.lr) : (tensor<1x4xi64>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<1x1xf32>) -> tensor<8x4xf32>
-  bufferization.materialize_in_destination %r in restrict writable %out.0 : (tensor<8x4xf32>, memref<8x4xf32>) -> ()
+  %dest.0 = bufferization.to_tensor %out.0 restrict writable : memref<8x4xf32>
+  %r = func.call @main(%in.token_ids, %in.emb, %in.mask, %in.scale, %in.wq, %in.wk, %in.wv, %in.wo, %in.lm_head, %in.lr, %dest.0) : (tensor<1x4xi64>, tensor<8x4xf32>, tensor<1x1x4x4xf32>, tensor<1x1x1x1xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x8xf32>, tensor<1x1xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   return
 }

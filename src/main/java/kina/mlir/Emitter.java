@@ -136,9 +136,11 @@ public final class Emitter {
     private final List<FnInfo> fns = new ArrayList<>();
     private final Set<String> symbols = new HashSet<>(Set.of("main", ENTRY));
     final Map<Rhs.Fn, FnInfo> infoOf = new IdentityHashMap<>();
-    /** The parts of long blocks and the contractions, emitted after the fns. */
+    /** The parts of long blocks and the contractions of the func being lowered, emitted before it. */
     final StringBuilder extra = new StringBuilder();
     final List<Contraction> contractions = new ArrayList<>();
+    /** The destinations (@main's {@code %dest.i}) an op wrote its step result into: those outputs need no copy. */
+    final Set<String> written = new HashSet<>();
     boolean scatters;
 
     /**
@@ -146,7 +148,7 @@ public final class Emitter {
      * instructions each (16: the tiny train step then builds in about 30 s of CPU, where whole it took
      * minutes in LLVM's loop passes).
      */
-    static final int SPLIT = 200, PART = 16;
+    static final int SPLIT = Integer.getInteger("kina.xsplit", 200), PART = Integer.getInteger("kina.xpart", 16);
 
     /** Whether scatter_add is a loop over its update rows (the native form) rather than the (v, d, n) generic. */
     final boolean rowScatter;
@@ -163,13 +165,20 @@ public final class Emitter {
         Map<Var, FnInfo> topScope = analyze(top, new HashMap<>(), mainInputs, "the program");
         StringBuilder sb = new StringBuilder();
         sb.append("// kina ").append(program.file()).append(": host lowering to linalg on tensors (MLIR 19)\n");
-        for (FnInfo f : fns) sb.append(new Lowering(this, f.symbol).fn(f));
+        // Callees before callers (each func's parts and contractions before it): drop-equivalent-buffer-results
+        // sweeps the funcs in order, so a caller sees its callees' equivalent results already dropped.
+        for (FnInfo f : fns) {
+            String fn = new Lowering(this, f.symbol).fn(f);
+            sb.append(extra).append(fn);
+            extra.setLength(0);
+        }
         Lowering main = new Lowering(this, "main");
-        Lowering.Returns returns = main.main(top, topScope, mainInputs, sb);
+        StringBuilder mainText = new StringBuilder();
+        Lowering.Returns returns = main.main(top, topScope, mainInputs, mainText);
+        sb.append(extra).append(mainText);
         List<Arg> args = new ArrayList<>();
         mainInputs.forEach((n, t) -> args.add(new Arg(n, t)));
-        sb.append(extra);
-        sb.append(entry(args, returns));
+        sb.append(entry(args, returns, written));
         List<TensorType> outputs = new ArrayList<>();
         for (int k : returns.from()) outputs.add(k >= 0 ? returns.returned().get(k).type() : args.get(-1 - k).type());
         return new Module(sb.toString(), new Entry(args, outputs), contractions, scatters);
@@ -224,9 +233,11 @@ public final class Emitter {
 
     /**
      * The exported destination-passing wrapper: inputs read only, one memref per result of
-     * {@code @main} (a result main passes through from an input is that input, copied).
+     * {@code @main}, which main takes as its destinations ({@code %dest.i}); a result main wrote
+     * there is in place, any other is copied in (a result main passes through from an input is
+     * that input, copied).
      */
-    private static String entry(List<Arg> args, Lowering.Returns returns) {
+    private static String entry(List<Arg> args, Lowering.Returns returns, Set<String> written) {
         StringBuilder sb = new StringBuilder();
         sb.append("func.func @").append(ENTRY).append('(');
         List<String> params = new ArrayList<>(), names = new ArrayList<>(), types = new ArrayList<>();
@@ -240,11 +251,19 @@ public final class Emitter {
         for (int k : from) outputs.add(k >= 0 ? returned.get(k) : args.get(-1 - k).type());
         for (int i = 0; i < outputs.size(); i++) params.add("%out." + i + ": " + Mlir.memref(outputs.get(i)));
         sb.append(String.join(", ", params)).append(") attributes {llvm.emit_c_interface} {\n");
+        for (int i = 0; i < outputs.size(); i++) {      // (an output written in place is the tensor of its buffer; one not, is copied in below)
+            if (written.contains("%dest." + i))
+                sb.append("  %dest.").append(i).append(" = bufferization.to_tensor %out.").append(i).append(" restrict writable : ")
+                        .append(Mlir.memref(outputs.get(i))).append('\n');
+            else sb.append("  %dest.").append(i).append(" = tensor.empty() : ").append(Mlir.ty(outputs.get(i))).append('\n');
+            names.add("%dest." + i);
+            types.add(Mlir.ty(outputs.get(i)));
+        }
         String r = returned.size() == 1 ? "%r" : "%r:" + returned.size();
         sb.append("  ").append(returned.isEmpty() ? "" : r + " = ").append("func.call @main(").append(String.join(", ", names)).append(") : (")
                 .append(String.join(", ", types)).append(") -> ").append(Mlir.results(returned)).append('\n');
         for (int i = 0; i < outputs.size(); i++)
-            sb.append("  bufferization.materialize_in_destination ")
+            if (!written.contains("%dest." + i)) sb.append("  bufferization.materialize_in_destination ")
                     .append(from[i] < 0 ? names.get(-1 - from[i]) : returned.size() == 1 ? "%r" : "%r#" + from[i])
                     .append(" in restrict writable %out.").append(i).append(" : (").append(Mlir.ty(outputs.get(i))).append(", ")
                     .append(Mlir.memref(outputs.get(i))).append(") -> ()\n");

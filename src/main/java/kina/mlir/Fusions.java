@@ -150,7 +150,8 @@ final class Fusions {
             }
         }
         List<Operand> outs = new ArrayList<>();
-        for (Var ignored : results) outs.add(new Operand(l.f.empty(t), AffineMap.identity(r)));
+        for (int i = 0; i < results.size(); i++)
+            outs.add(new Operand(l.dest(at.destructure() ? at.binders().get(i) : at.var(), t), AffineMap.identity(r)));
         List<Var> res = results;
         List<Val> made = l.f.generic(l.fresh("ew"), r, Set.of(), ins, outs, "", (b, a) -> {
             Map<Var, Scalar> val = new HashMap<>();

@@ -48,6 +48,18 @@ final class Lowering {
     final Map<String, Val> inputs = new HashMap<>();
     /** The lets of this func's block bound to a uniform fill (shared with its parts): a fused chain reads such an input as a constant. */
     Map<Var, Double> fills = new HashMap<>();
+    /** The literal and fill lets of this func's block (shared with its parts): a part that reads one makes it again, never passes it. */
+    Map<Var, Let> remade = new HashMap<>();
+    /** The reshapes this func made: a view's SSA name → the value it views (a part returns the value and the caller views it). */
+    final Map<String, Val> views = new HashMap<>();
+    /**
+     * The step's results an instruction of this func computes, each with the destination it writes
+     * into: @main's {@code %dest.i} (the entry's output buffer), passed on to the part that computes
+     * it. The instruction's last op writes there ({@link #dest}) instead of into a new tensor, so
+     * the result is not copied into its output buffer.
+     */
+    final Map<Var, Val> destinations = new HashMap<>();
+    private final Map<String, Val> pending = new HashMap<>();
     final Rows rows = new Rows(this);
     final AttentionLowering attention = new AttentionLowering(this);
     final Fusions fusions = new Fusions(this);
@@ -119,10 +131,70 @@ final class Lowering {
             inputs.put(n, v);
             params.add(v);
         });
+        List<Var> vars = new ArrayList<>();
+        List<TensorType> types = new ArrayList<>();
+        leaves(top, top.result(), typeOf(top, top.result()), vars, types);
+        for (int i = 0; i < types.size(); i++) {
+            Val d = new Val("%dest." + i, types.get(i));
+            params.add(d);
+            if (vars.get(i) != null) destinations.putIfAbsent(vars.get(i), d);
+        }
         List<Val> res = block(top, scope, "the program");
-        Returns rt = Returns.of(res, params);
+        Returns rt = Returns.of(res, params.subList(0, args.size()));
         sb.append(f.func("main", params, rt.returned(), "", false));
         return rt;
+    }
+
+    /** The type of a var the block binds (a destructured binder's own). */
+    private static Type typeOf(Block b, Var v) {
+        Let d = b.binding(v);
+        if (d == null) return null;
+        return d.destructure() ? ((Type.Tuple) d.type()).elems().get(d.binders().indexOf(v)) : d.type();
+    }
+
+    /**
+     * The flattened results of value v of type t: their types, and for each the var an
+     * instruction of the block binds it to (null where it is not one: an input, a call's, a literal's).
+     */
+    private static void leaves(Block b, Var v, Type t, List<Var> vars, List<TensorType> types) {
+        switch (t) {
+            case null -> throw new MlirError(b.resultPos(), "the program's result " + v + " is not bound by a let");
+            case TensorType tt -> {
+                Let d = v == null ? null : b.binding(v);
+                boolean computed = d != null && d.rhs() instanceof Instr i && !(i instanceof Instr.Constant);
+                vars.add(computed ? v : null);
+                types.add(tt);
+            }
+            case Type.Tuple tu -> {
+                Let d = v == null ? null : b.binding(v);
+                List<Var> elems = d != null && !d.destructure() && d.rhs() instanceof Rhs.Tuple(var e) ? e : null;
+                for (int i = 0; i < tu.elems().size(); i++) leaves(b, elems == null ? null : elems.get(i), tu.elems().get(i), vars, types);
+            }
+            case Type.Fn _ -> throw new MlirError(b.resultPos(), "the program's result is a fn, which has no lowering");
+        }
+    }
+
+    /**
+     * The tensor the op defining {@code out} writes into: the destination of the step result the
+     * let being lowered computes, when {@code out} is that let's own value and of its type; else a
+     * new one.
+     */
+    Val dest(String out, TensorType t) {
+        Val d = pending.get(out);
+        if (d != null && d.type().equals(t)) {
+            pending.remove(out);
+            module.written.add(d.ssa());
+            return d;
+        }
+        return f.empty(t);
+    }
+
+    /** {@link #dest} for the value a multi-result instruction binds to {@code v}. */
+    Val dest(Var v, TensorType t) {
+        Val d = destinations.get(v);
+        if (d == null || !d.type().equals(t)) return f.empty(t);
+        module.written.add(d.ssa());
+        return d;
     }
 
     /** The SSA name of a let's var: its own name, or a fresh one for a parser temporary. */
@@ -147,7 +219,7 @@ final class Lowering {
                 readLater.addFirst(new HashSet<>(later));
                 for (Let l : parts.get(i)) later.addAll(reads(l));
             }
-            for (int i = 0; i < parts.size(); i++) part(parts.get(i), i, readLater.get(i), fnScope);
+            for (int i = 0; i < parts.size(); i++) part(parts.get(i), i, readLater.get(i), b.result(), fnScope);
         }
         List<Val> res = env.get(b.result());
         if (res == null) throw new MlirError(b.resultPos(), where + ": the result " + b.result() + " is not a tensor or a tuple of tensors");
@@ -202,17 +274,29 @@ final class Lowering {
         };
     }
 
-    /** One part: a func of the values it reads, returning the values it defines that {@code later} reads. */
-    private void part(List<Let> lets, int index, Set<Var> later, Map<Var, FnInfo> fnScope) {
+    /**
+     * One part: a func of the values it reads, returning the values it defines that {@code later}
+     * reads. A literal or fill read from an earlier part is made again here (not passed); a value
+     * the part only passes through is not returned (the caller has it), nor a view of one of its
+     * values (the value is returned and the caller makes the view): a returned view or argument
+     * would be a copy, or crash buffer-results-to-out-params{hoist-static-allocs}.
+     */
+    private void part(List<Let> lets, int index, Set<Var> later, Var result, Map<Var, FnInfo> fnScope) {
         Lowering p = new Lowering(module, symbol + ".part" + index);
         p.fills = fills;
+        p.remade = remade;
         Set<Var> defined = new HashSet<>();
         List<Val> args = new ArrayList<>(), params = new ArrayList<>();
+        List<Let> again = new ArrayList<>();
         Map<String, Val> needInputs = new LinkedHashMap<>();
         Map<Var, FnInfo> scope = new HashMap<>(fnScope);
         for (Let l : lets) {
             for (Var v : reads(l)) {
-                if (defined.contains(v) || p.env.containsKey(v)) continue;
+                if (defined.contains(v) || p.env.containsKey(v) || again.contains(remade.get(v))) continue;
+                if (remade.containsKey(v)) {
+                    again.add(remade.get(v));
+                    continue;
+                }
                 List<Val> vs = values(v, l);
                 List<Val> mine = new ArrayList<>();
                 for (Val x : vs) {
@@ -233,31 +317,45 @@ final class Lowering {
             args.add(in);
             params.add(in);
         }
+        for (Let l : lets)
+            for (Var v : l.binders())
+                if (destinations.containsKey(v)) {
+                    Val d = destinations.get(v);
+                    args.add(d);
+                    params.add(d);
+                    p.destinations.put(v, d);
+                }
+        p.lets(again, fnScope);
         p.lets(lets, fnScope);
         for (Let l : lets) if (l.rhs() instanceof Rhs.Fn fn) fnScope.put(l.var(), module.infoOf.get(fn));
-        // A value the part only passes through (an argument, or an input) is not returned: the caller
-        // has it. A value bound to several names is returned once.
         Map<String, Val> outer = new HashMap<>();
         for (int i = 0; i < params.size(); i++) outer.put(params.get(i).ssa(), args.get(i));
         Map<String, Integer> at = new LinkedHashMap<>();
         List<Val> outs = new ArrayList<>();
+        List<Var> out = new ArrayList<>();
         for (Let l : lets)
             for (Var v : l.binders())
-                if (later.contains(v) && p.env.containsKey(v))
-                    for (Val x : p.env.get(v))
-                        if (!outer.containsKey(x.ssa()) && !at.containsKey(x.ssa())) {
-                            at.put(x.ssa(), outs.size());
-                            outs.add(x);
+                if (later.contains(v) && p.env.containsKey(v) && !(remade.containsKey(v) && !v.equals(result))) {
+                    out.add(v);
+                    for (Val x : p.env.get(v)) {
+                        Val base = p.views.getOrDefault(x.ssa(), x);
+                        if (!outer.containsKey(base.ssa()) && !at.containsKey(base.ssa())) {
+                            at.put(base.ssa(), outs.size());
+                            outs.add(base);
                         }
+                    }
+                }
         module.extra.append(p.f.func(p.symbol, params, outs, "", true));
         List<Val> res = f.call(fresh("part"), p.symbol, args, outs.stream().map(Val::type).toList(), true);
-        for (Let l : lets)
-            for (Var v : l.binders())
-                if (later.contains(v) && p.env.containsKey(v)) {
-                    List<Val> mine = new ArrayList<>();
-                    for (Val x : p.env.get(v)) mine.add(outer.containsKey(x.ssa()) ? outer.get(x.ssa()) : res.get(at.get(x.ssa())));
-                    env.put(v, mine);
-                }
+        for (Var v : out) {
+            List<Val> mine = new ArrayList<>();
+            for (Val x : p.env.get(v)) {
+                Val base = p.views.getOrDefault(x.ssa(), x);
+                Val mineBase = outer.containsKey(base.ssa()) ? outer.get(base.ssa()) : res.get(at.get(base.ssa()));
+                mine.add(base == x ? mineBase : reshape(fresh("view"), mineBase, x.type().shape()));
+            }
+            env.put(v, mine);
+        }
     }
 
     private static String what(Let l) {
@@ -285,12 +383,15 @@ final class Lowering {
                     env.put(l.var(), List.of(inputs.get(l.var().name())));
                     return;
                 }
+                if (ins instanceof Literal || ins instanceof Fill) remade.put(l.var(), l);
                 if (ins instanceof Instr.Fused fu && (l.destructure() || fu.results() != 1)) {
                     bind(l, fusions.lower(l, fu));
                     return;
                 }
                 String n = name(l.var());
+                if (destinations.containsKey(l.var())) pending.put(n, destinations.get(l.var()));
                 env.put(l.var(), List.of(lower(l, ins, n)));
+                pending.remove(n);
             }
         }
     }
@@ -354,7 +455,7 @@ final class Lowering {
                 int r = to.rank(), lead = r - src.type().rank();      // new leading axes read nothing
                 int[] m = new int[r - lead];
                 for (int i = 0; i < m.length; i++) m[i] = src.type().shape().dim(i) == 1 && to.dim(lead + i) != 1 ? AffineMap.ZERO : lead + i;
-                yield generic(out, r, Set.of(), List.of(new Operand(src, new AffineMap(m))), List.of(new Operand(f.empty(t), AffineMap.identity(r))),
+                yield generic(out, r, Set.of(), List.of(new Operand(src, new AffineMap(m))), List.of(new Operand(dest(out, t), AffineMap.identity(r))),
                         (b, args) -> List.of(args.getFirst()));
             }
             case Sum(var a, var axis, var keep) -> {
@@ -444,7 +545,7 @@ final class Lowering {
     Val elementwise(String out, TensorType t, List<Val> ops, BodyFn body) {
         int r = t.rank();
         List<Operand> ins = ops.stream().map(v -> new Operand(v, AffineMap.identity(r))).toList();
-        return generic(out, r, Set.of(), ins, List.of(new Operand(f.empty(t), AffineMap.identity(r))), body);
+        return generic(out, r, Set.of(), ins, List.of(new Operand(dest(out, t), AffineMap.identity(r))), body);
     }
 
     /**
@@ -469,7 +570,7 @@ final class Lowering {
         for (Val v : full) ins.add(new Operand(v, AffineMap.identity(r)));
         for (Val v : rowOps) ins.add(new Operand(v, AffineMap.drop(r, axis)));
         for (Val v : lanes) ins.add(new Operand(v, new AffineMap(axis)));
-        return generic(out, r, Set.of(), ins, List.of(new Operand(f.empty(t), AffineMap.identity(r))), body);
+        return generic(out, r, Set.of(), ins, List.of(new Operand(dest(out, t), AffineMap.identity(r))), body);
     }
 
     // ---- contraction and layout
@@ -539,7 +640,9 @@ final class Lowering {
                 : to.rank() < from.rank() ? groups(from, to)
                 : to.rank() > from.rank() ? groups(to, from) : null;
         if (g == null) return reshape(out, reshape(fresh("flat"), x, Shape.of(from.vol())), to);
-        return to.rank() < from.rank() ? f.collapse(out, x, g, tt) : f.expand(out, x, g, tt);
+        Val v = to.rank() < from.rank() ? f.collapse(out, x, g, tt) : f.expand(out, x, g, tt);
+        views.put(v.ssa(), views.getOrDefault(x.ssa(), x));
+        return v;
     }
 
     /**

@@ -189,6 +189,9 @@ final class Mlir {
 
     private static final String IND = "  ";
 
+    /** The elements from which a generic runs on several threads (128 KB of F32): below, the fork costs more than it saves. */
+    static final long PARALLEL = 1 << 15;
+
     /** Whether p maps every axis to itself. */
     static boolean identity(Perm p) {
         for (int i = 0; i < p.rank(); i++) if (p.at(i) != i) return false;
@@ -258,6 +261,7 @@ final class Mlir {
          * schedule to match), and the body; its results, one per out.
          */
         List<Val> generic(String out, int loops, Set<Integer> red, List<Operand> ins, List<Operand> outs, String attrs, BodyFn body) {
+            if (parallel(loops, red, ins, outs)) attrs = attrs + ", kina.parallel";
             String dims = AffineMap.identity(loops).results();
             List<String> maps = new ArrayList<>(), iters = new ArrayList<>();
             for (Operand o : ins) maps.add("affine_map<(" + dims + ") -> (" + o.map().results() + ")>");
@@ -286,6 +290,25 @@ final class Mlir {
             List<Val> vs = new ArrayList<>();
             for (int i = 0; i < outs.size(); i++) vs.add(new Val(outs.size() == 1 ? out : out + "#" + i, types.get(i)));
             return vs;
+        }
+
+        /**
+         * Whether a generic is worth running on several threads ({@code kina.parallel}: the
+         * schedule splits its first loop into a parallel loop): that loop is parallel and written
+         * at a position of the first result, of extent ≥ 2, and an operand has {@link #PARALLEL}
+         * elements or more. Only parallel loops are split, so its values do not depend on the
+         * number of threads.
+         */
+        private static boolean parallel(int loops, Set<Integer> red, List<Operand> ins, List<Operand> outs) {
+            if (loops == 0 || red.contains(0)) return false;
+            Operand o = outs.getFirst();
+            int at = -1;
+            for (int i = 0; i < o.map().dims().length; i++) if (o.map().dims()[i] == 0) at = i;
+            if (at < 0 || o.v().type().shape().dim(at) < 2) return false;
+            long most = 0;
+            for (Operand x : ins) most = Math.max(most, x.v().type().shape().vol());
+            for (Operand x : outs) most = Math.max(most, x.v().type().shape().vol());
+            return most >= PARALLEL;
         }
 
         private static String operands(List<Operand> os) {

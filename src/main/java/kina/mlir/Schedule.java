@@ -13,8 +13,9 @@ import kina.ir.DType;
  * {@code kina.schedule} key; see {@link Emitter.Contraction}). Per contraction C = A B:
  *
  * <ol>
- *   <li>rows of C in blocks of up to 64 ({@code tile_using_forall}: the blocks are independent),
- *       the destination's zero fill fused into each block;
+ *   <li>rows of C in blocks of up to 64, four blocks or more where the rows allow
+ *       ({@code tile_using_forall}: the blocks are independent, and run on the threads), the
+ *       destination's zero fill fused into each block;
  *   <li>register tiles of {@link #registerTile} rows × columns, the fill fused into each tile
  *       ({@code transform.structured.fuse}), then the reduction over K one step at a time;
  *   <li>a last partial tile peeled off ({@code transform.loop.peel}) when a tile does not divide its
@@ -24,8 +25,10 @@ import kina.ir.DType;
  *       broadcast FMA per row and vector of columns).
  * </ol>
  *
- * <p>ScatterAdd's generic ({@code kina.scatter}) runs as (v, n, d), so that its innermost loop runs
- * along d and LLVM's loop vectorizer takes it.
+ * <p>A large generic ({@code kina.parallel}, see {@link Mlir.Fn#generic}) has its first loop (a
+ * parallel one) split into a parallel loop of slices, which the threads share. ScatterAdd's generic
+ * ({@code kina.scatter}) runs as (v, n, d), so that its innermost loop runs along d and LLVM's loop
+ * vectorizer takes it.
  */
 final class Schedule {
     private Schedule() {}
@@ -87,15 +90,23 @@ final class Schedule {
         return 128;
     }
 
-    /** The schedule for {@code m} on a host of {@code vectorBits}, or null when it has no contraction and no scatter. */
+    /** The schedule for {@code m} on a host of {@code vectorBits}. */
     static String text(Emitter.Module m, int vectorBits) {
         Map<String, Emitter.Contraction> classes = new LinkedHashMap<>();
         for (Emitter.Contraction c : m.contractions()) classes.putIfAbsent(c.key(), c);
-        if (classes.isEmpty() && !m.scatters()) return null;
         StringBuilder b = new StringBuilder();
-        b.append("// kina: tile and vectorize the contractions (kina.contraction funcs); scatters run (v, n, d)\n");
+        b.append("// kina: tile and vectorize the contractions (kina.contraction funcs); split the large generics' first\n");
+        b.append("// loop into parallel blocks (kina.parallel); scatters run (v, n, d)\n");
         b.append("module attributes {transform.with_named_sequence} {\n");
         b.append("  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n");
+        b.append("""
+                    %pg = transform.structured.match ops{["linalg.generic"]} attributes {kina.parallel} in %root : (!transform.any_op) -> !transform.any_op
+                    transform.foreach %pg : !transform.any_op {
+                    ^bb0(%g: !transform.any_op):
+                      %pt, %pf = transform.structured.tile_using_forall %g tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+                      transform.yield
+                    }
+                """);
         if (m.scatters())    // ScatterAdd's (v, d, n) with n innermost cannot vectorize; with d innermost LLVM's loop vectorizer does
             b.append("""
                         %sc = transform.structured.match ops{["linalg.generic"]} attributes {kina.scatter} in %root : (!transform.any_op) -> !transform.any_op
@@ -139,7 +150,7 @@ final class Schedule {
     /** Steps 1–3 for the funcs of one class. */
     private static String tiling(Emitter.Contraction c, Tile reg, int i) {
         long tm = Math.min(reg.rows(), c.m()), tn = Math.min(reg.cols(), c.n());
-        long block = c.m() % tm == 0 ? tm * largestDivisor(c.m() / tm, Math.max(1, 64 / tm)) : c.m();
+        long block = c.m() % tm == 0 ? tm * largestDivisor(c.m() / tm, Math.max(1, Math.min(64 / tm, c.m() / tm / 4))) : c.m();
         String b0 = c.batch() > 0 ? "1, " : "", z = c.batch() > 0 ? "0, " : "";
         StringBuilder b = new StringBuilder();
         b.append("    %f").append(i).append(" = transform.structured.match ops{[\"func.func\"]} attributes {kina.schedule = \"").append(c.key())

@@ -36,7 +36,7 @@ public final class Toolchain {
     public record Tools(Path mlirOpt, Path mlirTranslate, Path clang) {}
 
     /** The install hint printed with a missing tool. */
-    public static final String INSTALL = "apt-get install -y --no-install-recommends mlir-19-tools clang-19";
+    public static final String INSTALL = "apt-get install -y --no-install-recommends mlir-19-tools clang-19 libomp-19-dev";
 
     private static final String[] NAMES = {"mlir-opt", "mlir-translate", "clang"};
 
@@ -116,23 +116,41 @@ public final class Toolchain {
      * functions (the kina fns and the parts of long ones stay functions: see Emitter), then loops,
      * LLVM. Every pass is MLIR 19's own.
      */
-    static String pipeline(Path schedule) {
+    static String pipeline(Path schedule, boolean openmp) {
+        // No linalg-fuse-elementwise-ops: the plan's fusions are one generic each already, and the
+        // pass replaces a generic's destination by a new tensor when the body does not read it, which
+        // undoes the writes of step results into their output buffers (Lowering#dest).
         // No cse before eliminate-empty-tensors: merged tensor.empty ops with several users were all
         // replaced by the first result's destination (MLIR 19), so later ops overwrote that result.
         // hoist-static-allocs: a func's result buffer is its caller's (no copy into an out-parameter);
-        // it needs results that are neither arguments nor repeated (Lowering.part returns neither).
-        // Two canonicalizations: the first can leave self-copies (memref.copy %x, %x) the second removes.
+        // it needs results that are neither arguments nor repeated (Lowering.Returns ensures both).
+        // Canonicalize after cse as well: self-copies (memref.copy %x, %x) are left by a first
+        // canonicalization and by cse; a later one removes them.
         // The polynomial approximations of exp, log, tanh (F32) leave loops without calls, which LLVM vectorizes.
-        return "builtin.module(symbol-dce,canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,"
-                + (schedule != null ? "transform-preload-library{transform-library-paths=" + schedule + "},transform-interpreter,canonicalize," : "")
+        // OpenMP: the parallel loops (scf.forall) become omp.wsloop; memrefs go to LLVM before the
+        // scf-to-cf conversion (else memref.alloca_scope meets more than one block).
+        return "builtin.module(symbol-dce,canonicalize,"
+                + "transform-preload-library{transform-library-paths=" + schedule + "},transform-interpreter,canonicalize,"
                 + "func.func(eliminate-empty-tensors),"
                 + "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map},"
-                + "drop-equivalent-buffer-results,buffer-results-to-out-params{hoist-static-allocs=1},canonicalize,canonicalize,cse,"
-                + "buffer-deallocation-pipeline,convert-bufferization-to-memref,scf-forall-to-for,convert-vector-to-scf{full-unroll=1},"
-                + "convert-linalg-to-loops,expand-strided-metadata,lower-affine,convert-scf-to-cf,func.func(test-math-polynomial-approximation),"
-                + "convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
-                + "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm{use-generic-functions=1},convert-func-to-llvm,convert-cf-to-llvm,"
-                + "reconcile-unrealized-casts)";
+                + "drop-equivalent-buffer-results,buffer-results-to-out-params{hoist-static-allocs=1},canonicalize,canonicalize,cse,canonicalize,"
+                + "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+                + (openmp ? "scf-forall-to-parallel,convert-scf-to-openmp," : "scf-forall-to-for,")
+                + "convert-vector-to-scf{full-unroll=1},convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+                + (openmp ? "finalize-memref-to-llvm{use-generic-functions=1}," : "")
+                + "convert-scf-to-cf,func.func(test-math-polynomial-approximation),"
+                + "convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,"
+                + "convert-index-to-llvm,lower-affine," + (openmp ? "convert-openmp-to-llvm," : "finalize-memref-to-llvm{use-generic-functions=1},")
+                + "convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts)";
+    }
+
+    /**
+     * Whether objects use threads: LLVM 19's OpenMP runtime is installed (Debian {@code libomp-19-dev})
+     * and the system property {@code kina.native.openmp} is not {@code false}; then the step's
+     * parallel loops run on threads, else the object runs on the calling thread.
+     */
+    static boolean openmp() {
+        return !"false".equals(System.getProperty("kina.native.openmp")) && Files.isRegularFile(Path.of("/usr/lib/llvm-19/lib/libomp.so"));
     }
 
     static final List<String> CLANG = List.of("-O3", "-march=native", "-shared", "-fPIC", "-Wno-override-module");
@@ -159,30 +177,22 @@ public final class Toolchain {
     public static Path build(Emitter.Module m) {
         Tools t = require();
         String sched = Schedule.text(m, Schedule.vectorBits());
-        String key = sha256(String.join("\n", "v1", m.text(), sched == null ? "" : sched, pipeline(Path.of("schedule.mlir")),
-                String.join(" ", CLANG), glue(m.entry()), ALLOC, version(t), cpu()));
+        boolean omp = openmp();
         Path dir = cacheDir();
-        Path so = dir.resolve(key + ".so");
+        Path so = dir.resolve(key(m, t, sched, omp) + ".so");
         if (Files.isRegularFile(so)) return so;
         try {
             Files.createDirectories(dir);
             Path work = Files.createTempDirectory(dir, "build-");
             try {
-                Path in = work.resolve("module.mlir"), llvm = work.resolve("module.llvm.mlir"), ll = work.resolve("module.ll");
+                Path ll = lower(t, m, sched, omp, work);
                 Path glue = work.resolve("glue.ll"), alloc = work.resolve("alloc.c"), out = work.resolve("lib.so");
                 Files.writeString(alloc, ALLOC, StandardCharsets.UTF_8);
-                Files.writeString(in, m.text(), StandardCharsets.UTF_8);
                 Files.writeString(glue, glue(m.entry()), StandardCharsets.UTF_8);
-                Path schedule = null;
-                if (sched != null) {
-                    schedule = work.resolve("schedule.mlir");
-                    Files.writeString(schedule, sched, StandardCharsets.UTF_8);
-                }
-                step("mlir-opt", List.of(t.mlirOpt().toString(), in.toString(), "--pass-pipeline=" + pipeline(schedule), "-o", llvm.toString()), work);
-                step("mlir-translate", List.of(t.mlirTranslate().toString(), "--mlir-to-llvmir", llvm.toString(), "-o", ll.toString()), work);
                 List<String> cc = new ArrayList<>(List.of(t.clang().toString()));
                 cc.addAll(CLANG);
                 cc.addAll(List.of(ll.toString(), glue.toString(), alloc.toString(), "-o", out.toString(), "-lm", "-lpthread"));
+                if (omp) cc.add("-fopenmp");
                 step("clang", cc, work);
                 Files.move(out, so, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             } finally {
@@ -193,6 +203,48 @@ public final class Toolchain {
             throw new MlirError("native build in " + dir + ": " + e.getMessage());
         }
         return so;
+    }
+
+    /** The cache key of {@code m}'s object: everything the build reads. */
+    private static String key(Emitter.Module m, Tools t, String sched, boolean omp) {
+        return sha256(String.join("\n", "v1", m.text(), sched, pipeline(Path.of("schedule.mlir"), omp),
+                String.join(" ", CLANG), glue(m.entry()), ALLOC, version(t), cpu()));
+    }
+
+    /** The cache key {@link #build} gives {@code m} on this host (tests: what the key follows). */
+    static String key(Emitter.Module m) {
+        return key(m, require(), Schedule.text(m, Schedule.vectorBits()), openmp());
+    }
+
+    /** mlir-opt (the pipeline) and mlir-translate on {@code m} in {@code work}: the LLVM IR file. */
+    private static Path lower(Tools t, Emitter.Module m, String sched, boolean omp, Path work) throws IOException {
+        Path in = work.resolve("module.mlir"), llvm = work.resolve("module.llvm.mlir"), ll = work.resolve("module.ll");
+        Files.writeString(in, m.text(), StandardCharsets.UTF_8);
+        Path schedule = work.resolve("schedule.mlir");
+        Files.writeString(schedule, sched, StandardCharsets.UTF_8);
+        step("mlir-opt", List.of(t.mlirOpt().toString(), in.toString(), "--pass-pipeline=" + pipeline(schedule, omp), "-o", llvm.toString()), work);
+        step("mlir-translate", List.of(t.mlirTranslate().toString(), "--mlir-to-llvmir", llvm.toString(), "-o", ll.toString()), work);
+        return ll;
+    }
+
+    /**
+     * The LLVM IR {@link #build} compiles for {@code m} (not cached): for reading what the pipeline
+     * leaves, e.g. which calls a step makes.
+     *
+     * @throws MlirError when a tool is missing or a step fails
+     */
+    public static String llvmIr(Emitter.Module m) {
+        Tools t = require();
+        try {
+            Path work = Files.createTempDirectory("kina-llvm");
+            try {
+                return Files.readString(lower(t, m, Schedule.text(m, Schedule.vectorBits()), openmp(), work));
+            } finally {
+                deleteTree(work);
+            }
+        } catch (IOException e) {
+            throw new MlirError("native build: " + e.getMessage());
+        }
     }
 
     /**

@@ -142,12 +142,18 @@ public final class Trainer {
         public List<Tensor> run(Map<String, Tensor> inputs) { return plan.run(inputs); }
     }
 
-    /** The native engine: carried values stay in the shared object's native buffers between runs. */
+    /**
+     * The native engine: carried values stay in the shared object's native buffers between runs;
+     * each run uses {@link Parallel#threads} threads, as the plan does.
+     */
     record NativeRunner(Native lib) implements Runner {
         public void carry(Map<String, Integer> inputToOutput) { lib.carry(inputToOutput); }
         public void set(String name, Tensor value) { lib.set(name, value); }
         public Tensor get(String name) { return lib.get(name); }
-        public List<Tensor> run(Map<String, Tensor> inputs) { return lib.run(inputs); }
+        public List<Tensor> run(Map<String, Tensor> inputs) {
+            lib.threads(Parallel.threads());
+            return lib.run(inputs);
+        }
     }
 
     /**
