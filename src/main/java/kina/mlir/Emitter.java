@@ -146,9 +146,11 @@ public final class Emitter {
     /**
      * A block of more than {@link #SPLIT} instructions is emitted as parts of at most {@link #PART}
      * instructions each (16: the tiny train step then builds in about 30 s of CPU, where whole it took
-     * minutes in LLVM's loop passes).
+     * minutes in LLVM's loop passes). The system property {@code kina.native.partSize} sets PART:
+     * with 1, each instruction is a func of its own, which a profiler names (slower: no part
+     * reuses another's buffers).
      */
-    static final int SPLIT = Integer.getInteger("kina.xsplit", 200), PART = Integer.getInteger("kina.xpart", 16);
+    static final int SPLIT = 200, PART = Math.max(1, Integer.getInteger("kina.native.partSize", 16));
 
     /** Whether scatter_add is a loop over its update rows (the native form) rather than the (v, d, n) generic. */
     final boolean rowScatter;
