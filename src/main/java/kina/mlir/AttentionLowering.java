@@ -194,32 +194,67 @@ final class AttentionLowering {
     }
 
     /** exp(s − lse) at the attended pairs, +0.0 elsewhere, σ++[H, T, L] (lse σ++[T, H]). */
-    Val exp(String out, Val q, Val k, Val lse, AttnOpts o, TensorType t) {
+    Val exp(String out, Val q, Val k, Val lse, AttnOpts o, TensorType t) { return l.reshape(out, exp5(q, k, lse, o), t.shape()); }
+
+    /** {@link #exp} as [B, KV, G, T, L]. */
+    private Val exp5(Val q, Val k, Val lse, AttnOpts o) {
         Val sc = scores(q, k, o);
         Shape s5 = sc.type().shape();
         DType d = sc.type().dtype();
         long len = s5.dim(4);
-        Val l4 = f.transpose(l.reshape(fresh("lse"), lse, Shape.of(s5.dim(0), s5.dim(3), s5.dim(1), s5.dim(2))), Perm.of(0, 2, 3, 1));   // [B, KV, G, T]
-        Val ex = l.overRows(fresh("exps"), sc.type(), List.of(sc), List.of(l4), List.of(), 4, (b, a) -> {
+        Val l4 = rows4(lse, s5);
+        return l.overRows(fresh("exps"), sc.type(), List.of(sc), List.of(l4), List.of(), 4, (b, a) -> {
             Scalar v = expDiff(b, a.get(0), a.get(1));
             return List.of(b.select(attended(b, b.index(3), b.index(4), o, len), v, b.cst(d, 0)));
         });
-        return l.reshape(out, ex, t.shape());
+    }
+
+    /** A per-row, per-head value σ++[T, H] (lse, d) as [B, KV, G, T] for probabilities of shape {@code s5}. */
+    private Val rows4(Val x, Shape s5) {
+        return f.transpose(l.reshape(fresh("lse"), x, Shape.of(s5.dim(0), s5.dim(3), s5.dim(1), s5.dim(2))), Perm.of(0, 2, 3, 1));
+    }
+
+    /**
+     * attention_dq, _dk, _dv (those flagged, of types {@code types} in that order) without a
+     * softcap, P = exp(s − lse) and dS = α P ⊙ (g·v − d) made once: dq = dS k, dk = dSᵀ q, dv = Pᵀ g,
+     * the transposed products reading P and dS in place (batch_matmul_transpose_a); P and dS are
+     * +0.0 at the pairs not attended, so no product masks again.
+     */
+    List<Val> backward(Val q, Val k, Val v, Val g, Val lse, Val d, AttnOpts o, boolean dq, boolean dk, boolean dv, List<TensorType> types) {
+        Val p5 = exp5(q, k, lse, o);
+        Shape s5 = p5.type().shape();
+        DType dt = p5.type().dtype();
+        List<Val> out = new java.util.ArrayList<>();
+        Val ds = null;
+        if (dq || dk) {
+            double al = o.alpha(q.type().shape().dim(q.type().rank() - 1) / o.heads());
+            Val dp = dots(g, v, o);
+            ds = l.overRows(fresh("ds"), p5.type(), List.of(p5, dp), List.of(rows4(d, s5)), List.of(), 4,
+                    (b, a) -> List.of(b.mul(b.mul(a.get(0), b.subf(a.get(1), a.get(2))), b.cst(dt, al))));
+        }
+        int i = 0;
+        if (dq) out.add(unqueries(fresh("dq"), bmm(batched(ds), keys(k, o, false)), o, types.get(i++)));
+        if (dk) out.add(keyProduct(fresh("dk"), batched(ds), queries(q, o), o, types.get(i++)));
+        if (dv) out.add(keyProduct(fresh("dv"), batched(p5), queries(g, o), o, types.get(i++)));
+        return out;
+    }
+
+    /** Σ_{g, t} p[t, j] x[t] per kv head: pᵀ @ x read in place ([B·KV, G·T, L] and [B·KV, G·T, hd]), as σ++[L, KV·hd] of type t. */
+    private Val keyProduct(String out, Val p, Val x, AttnOpts o, TensorType t) {
+        Shape sp = p.type().shape(), sx = x.type().shape();
+        Val y = l.contract(fresh("bmm"), p, true, x, p.type().withShape(Shape.of(sp.dim(0), sp.dim(2), sx.dim(2))));   // [B·KV, L, hd]
+        Shape s = t.shape();
+        int r = s.rank();
+        long bsz = s.prefix(r - 2).vol(), len = s.dim(r - 2), kv = o.kvHeads(), hd = s.dim(r - 1) / kv;
+        Val y4 = l.reshape(fresh("keys"), y, Shape.of(bsz, kv, len, hd));
+        return l.reshape(out, f.transpose(y4, Perm.of(0, 2, 1, 3)), s);
     }
 
     Val product(String out, Val a, Val b, AttnOpts o, AttentionProduct.Form form, TensorType t) {
         return switch (form) {
             case QK -> l.reshape(out, masked(dots(a, b, o), o), t.shape());          // q·k where attended, else +0.0
             case PK -> unqueries(out, bmm(batched(masked(probs5(a, o), o)), keys(b, o, false)), o, t);   // Σ_j p[t, j] k[j]
-            case PQ -> {                                    // Σ_{g, t} p[t, j] q[t]: (masked p)ᵀ @ q per kv head
-                Val pt = f.transpose(batched(masked(probs5(a, o), o)), Perm.of(0, 2, 1));
-                Val y = bmm(pt, queries(b, o));              // [B·KV, L, hd]
-                Shape s = t.shape();
-                int r = s.rank();
-                long bsz = s.prefix(r - 2).vol(), len = s.dim(r - 2), kv = o.kvHeads(), hd = s.dim(r - 1) / kv;
-                Val y4 = l.reshape(fresh("keys"), y, Shape.of(bsz, kv, len, hd));
-                yield l.reshape(out, f.transpose(y4, Perm.of(0, 2, 1, 3)), s);
-            }
+            case PQ -> keyProduct(out, batched(masked(probs5(a, o), o)), queries(b, o), o, t);   // Σ_{g, t} p[t, j] q[t] per kv head
         };
     }
 }

@@ -45,6 +45,13 @@ final class Fusions {
                 yield l.attention.withLse(l.fresh("f"), l.fresh("f"), x.apply(q), x.apply(k), x.apply(v), sinks.map(x), o,
                         TypeRules.infer(new Attention(q, k, v, sinks, o), ty), TypeRules.infer(new AttentionLse(q, k, sinks, o), ty));
             }
+            case AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) when o.softcap() == 0 -> {
+                List<TensorType> types = new ArrayList<>();
+                for (AttentionGrad.Wrt w : AttentionGrad.Wrt.values())
+                    if (w == AttentionGrad.Wrt.Q ? dq : w == AttentionGrad.Wrt.K ? dk : dv)
+                        types.add(TypeRules.infer(new AttentionGrad(q, k, v, g, lse, d, o, w), w2 -> l.one(w2, at).type()));
+                yield l.attention.backward(x.apply(q), x.apply(k), x.apply(v), x.apply(g), x.apply(lse), x.apply(d), o, dq, dk, dv, types);
+            }
             case AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) -> {
                 Map<AttentionGrad.Wrt, Var> grads = attentionGrads(at, new AttentionGrad(q, k, v, g, lse, d, o, AttentionGrad.Wrt.Q), dq, dk, dv);
                 List<Val> out = new ArrayList<>();
