@@ -172,16 +172,58 @@ final class AttentionLowering {
     }
 
     /** Σ_j p[t, j] v[j] with the probabilities materialised. */
-    Val attention(String out, Val q, Val k, Val v, Optional<Val> sinks, AttnOpts o, TensorType t) {
-        Val p = probs(q, k, sinks, o).p();
-        return unqueries(out, bmm(batched(p), keys(v, o, false)), o, t);
-    }
+    Val attention(String out, Val q, Val k, Val v, Optional<Val> sinks, AttnOpts o, TensorType t) { return forward(out, q, k, v, sinks, o, t).out(); }
 
     /** attention and attention_lse of one set of operands, the probabilities computed once. */
     List<Val> withLse(String out, String lseOut, Val q, Val k, Val v, Optional<Val> sinks, AttnOpts o, TensorType t, TensorType lt) {
-        Probs ps = probs(q, k, sinks, o);
-        Val y = unqueries(out, bmm(batched(ps.p()), keys(v, o, false)), o, t);
-        return List.of(y, lse(lseOut, ps, lt));
+        Forward fw = forward(out, q, k, v, sinks, o, t);
+        return List.of(fw.out(), lse(lseOut, new Probs(null, null, fw.m(), fw.z()), lt));
+    }
+
+    /** The output σ++[T, H·hd] and the softmax's row maximum m and denominator z [B, KV, G, T]. */
+    private record Forward(Val out, Val m, Val z) {}
+
+    /**
+     * attention from the product q·k in three passes over it, no score kept: the row maximum m of
+     * the scores s = α q·k (masked −inf), the denominator z = Σ exp(s − m), then the probabilities
+     * exp(s − m) / z (+0.0 where z = 0) for the product with v.
+     */
+    private Forward forward(String out, Val q, Val k, Val v, Optional<Val> sinks, AttnOpts o, TensorType t) {
+        Val dot = dots(q, k, o);
+        TensorType st = dot.type();
+        DType d = st.dtype();
+        long len = st.shape().dim(4), hd = q.type().shape().dim(q.type().rank() - 1) / o.heads();
+        Val m = l.reduce(fresh("rowmax"), List.of(dot), List.of(), 4, d, Double.NEGATIVE_INFINITY,
+                (b, a) -> List.of(b.maximumf(a.get(1), score(b, a.get(0), d, o, hd, len))));
+        TensorType rt = m.type();
+        Optional<Val> s2 = sinks.map(s -> sinks2(s, o));
+        AffineMap id4 = AffineMap.identity(4), heads = new AffineMap(1, 2);
+        if (s2.isPresent())
+            m = l.generic(fresh("rowmax"), 4, Set.of(), List.of(new Operand(m, id4), new Operand(s2.get(), heads)),
+                    List.of(new Operand(f.empty(rt), id4)), (b, a) -> List.of(b.maximumf(a.get(0), a.get(1))));
+        Val mm = m;
+        Val z = l.reduce(fresh("denom"), List.of(dot), List.of(mm), 4, d, 0,
+                (b, a) -> List.of(b.accumulate(a.get(2), expDiff(b, score(b, a.get(0), d, o, hd, len), a.get(1)))));
+        if (s2.isPresent())
+            z = l.generic(fresh("denom"), 4, Set.of(), List.of(new Operand(z, id4), new Operand(mm, id4), new Operand(s2.get(), heads)),
+                    List.of(new Operand(f.empty(rt), id4)), (b, a) -> List.of(b.add(a.get(0), expDiff(b, a.get(2), a.get(1)))));
+        Val zz = z;
+        Val p = l.overRows(fresh("p"), st, List.of(dot), List.of(mm, zz), List.of(), 4, (b, a) -> {
+            Scalar pos = b.cmpf("ogt", a.get(2), b.cst(d, 0));
+            return List.of(b.select(pos, b.divf(expDiff(b, score(b, a.get(0), d, o, hd, len), a.get(1)), a.get(2)), b.cst(d, 0)));
+        });
+        Val yn = bmm(batched(p), keys(v, o, false));           // [B·KV, G·T, hd]
+        return new Forward(unqueries(out, yn, o, t), mm, z);
+    }
+
+    /** The score of a product element at (t, j) = (index 3, index 4): α x (softcapped), −inf where row t does not attend key j. */
+    private static Scalar score(Body b, Scalar x, DType d, AttnOpts o, long hd, long len) {
+        Scalar u = b.mul(x, b.cst(d, o.alpha(hd)));
+        if (o.softcap() > 0) {
+            Scalar c = b.cst(d, o.softcap());
+            u = b.mul(c, b.math("tanh", b.divf(u, c)));
+        }
+        return b.select(attended(b, b.index(3), b.index(4), o, len), u, b.cst(d, Double.NEGATIVE_INFINITY));
     }
 
     /** lse = m + log(z) per row and head from the softmax's row maximum m and denominator z (sink included), σ++[T, H]. */
