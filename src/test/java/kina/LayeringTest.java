@@ -26,9 +26,10 @@ class LayeringTest {
             Map.entry("eval", Set.of("ir", "check", "ad", "kernels")),
             Map.entry("plan", Set.of("ir", "check", "ad", "eval", "kernels")),
             Map.entry("mlir", Set.of("ir", "check", "ad", "eval")),
+            Map.entry("io", Set.of("ir")),
             Map.entry("api", Set.of("ir", "syntax", "check", "ad", "eval", "kernels", "plan")),
-            Map.entry("model", Set.of("ir", "syntax", "check", "ad", "eval", "kernels", "plan", "mlir", "api")),
-            Map.entry("cli", Set.of("ir", "syntax", "check", "ad", "eval", "kernels", "plan", "mlir", "api", "model")));
+            Map.entry("model", Set.of("ir", "syntax", "check", "ad", "eval", "kernels", "plan", "mlir", "io", "api")),
+            Map.entry("cli", Set.of("ir", "syntax", "check", "ad", "eval", "kernels", "plan", "mlir", "io", "api", "model")));
 
     static final Pattern IMPORT = Pattern.compile("^import (?:static )?kina\\.([a-z]+)\\.", Pattern.MULTILINE);
     static final Pattern QUALIFIED = Pattern.compile("\\bkina\\.([a-z]+)\\.[A-Z]");

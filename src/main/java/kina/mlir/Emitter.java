@@ -37,9 +37,10 @@ import kina.ir.Var;
  * parts, each a private func of its own (see {@link Lowering#block}); each contraction is a private
  * func too, which the {@link Schedule} tiles and vectorizes.
  *
- * <p>Refusals (an {@link MlirError} naming the let): @device values ({@code scatter_add: checked
- * device lowering is not available}, likewise for each indexing instruction, {@code <op>: device
- * lowering is not available} for the others); a non-finite literal the dtype cannot hold; a program
+ * <p>Refusals (an {@link MlirError} naming the let): dtypes the host does not keep (BF16, F16, F8:
+ * {@code HostDtypes}); @device values ({@code scatter_add: checked device lowering is not
+ * available}, likewise for each indexing instruction, {@code <op>: device lowering is not
+ * available} for the others); a non-finite literal the dtype cannot hold; a program
  * whose result is a fn that cannot be called.
  */
 public final class Emitter {
@@ -90,6 +91,7 @@ public final class Emitter {
      */
     public static Module emit(Program checked) {
         Program p = hasHandle(checked.body()) ? TransformAd.transform(checked) : checked;
+        HostDtypes.require(p.body());
         return new Emitter(p, false).module();
     }
 
@@ -102,6 +104,7 @@ public final class Emitter {
      */
     public static Module emitNative(Program checked) {
         Program p = hasHandle(checked.body()) ? TransformAd.transform(checked) : checked;
+        HostDtypes.require(p.body());
         return new Emitter(p, true).module();
     }
 
@@ -322,7 +325,7 @@ public final class Emitter {
         };
     }
 
-    /** The refusal of an @device instruction: the checked (indexing) ones say so. */
+    /** The refusal of a @device instruction: for the indexing ones, transform_ad's and the type rules' text. */
     static String deviceMessage(Instr ins) {
         return ins instanceof Instr.Indexing ? ins.op() + ": checked device lowering is not available"
                 : ins.op() + ": device lowering is not available (the host lowering takes @host values only)";
