@@ -9,8 +9,9 @@
  *   java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -cp target/kina.jar \
  *       bench/NativeAB.java THREADS SECONDS CONFIG
  *
- * The plan runs on THREADS worker threads; the native step on the calling thread. Each engine warms
- * up for 5 s of its own steps first.
+ * Both engines run on THREADS threads (the plan's worker pool; the native object's OpenMP threads).
+ * The CPU time is the calling thread's: with THREADS = 1 the whole step's, with more the wall time is
+ * the measure. Each engine warms up for 5 s of its own steps first.
  */
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
@@ -56,7 +57,7 @@ public class NativeAB {
             }
         for (int e = 0; e < 2; e++)
             System.out.printf("%-6s %s threads=%d steps=%d  wall ms median %.1f best %.1f   cpu ms median %.1f best %.1f%n",
-                    engines[e].name().toLowerCase(), c.name(), engines[e] == kina.model.Trainer.Engine.PLAN ? threads : 1,
+                    engines[e].name().toLowerCase(), c.name(), threads,
                     times.get(e).size(), med[e][0], best[e][0], med[e][1], best[e][1]);
         System.out.printf("native/plan: wall median %.2f best %.2f   cpu median %.2f best %.2f%n",
                 med[1][0] / med[0][0], best[1][0] / best[0][0], med[1][1] / med[0][1], best[1][1] / best[0][1]);

@@ -84,12 +84,14 @@ func.func private @f_grad(%ids: tensor<1x4xi64>, %emb: tensor<8x4xf32>) -> (tens
   } -> tensor<8x4xf32>
   return %y, %g_emb : tensor<1x4x4xf32>, tensor<8x4xf32>
 }
-func.func private @main(%in.ids: tensor<1x4xi64>, %in.emb: tensor<8x4xf32>) -> (tensor<1x4x4xf32>, tensor<8x4xf32>) {
+func.func private @main(%in.ids: tensor<1x4xi64>, %in.emb: tensor<8x4xf32>, %dest.0: tensor<1x4x4xf32>, %dest.1: tensor<8x4xf32>) -> (tensor<1x4x4xf32>, tensor<8x4xf32>) {
   %call.0:2 = func.call @f_grad(%in.ids, %in.emb) : (tensor<1x4xi64>, tensor<8x4xf32>) -> (tensor<1x4x4xf32>, tensor<8x4xf32>)
   return %call.0#0, %call.0#1 : tensor<1x4x4xf32>, tensor<8x4xf32>
 }
 func.func @kina_entry(%in.ids: tensor<1x4xi64> {bufferization.writable = false}, %in.emb: tensor<8x4xf32> {bufferization.writable = false}, %out.0: memref<1x4x4xf32>, %out.1: memref<8x4xf32>) attributes {llvm.emit_c_interface} {
-  %r:2 = func.call @main(%in.ids, %in.emb) : (tensor<1x4xi64>, tensor<8x4xf32>) -> (tensor<1x4x4xf32>, tensor<8x4xf32>)
+  %dest.0 = tensor.empty() : tensor<1x4x4xf32>
+  %dest.1 = tensor.empty() : tensor<8x4xf32>
+  %r:2 = func.call @main(%in.ids, %in.emb, %dest.0, %dest.1) : (tensor<1x4xi64>, tensor<8x4xf32>, tensor<1x4x4xf32>, tensor<8x4xf32>) -> (tensor<1x4x4xf32>, tensor<8x4xf32>)
   bufferization.materialize_in_destination %r#0 in restrict writable %out.0 : (tensor<1x4x4xf32>, memref<1x4x4xf32>) -> ()
   bufferization.materialize_in_destination %r#1 in restrict writable %out.1 : (tensor<8x4xf32>, memref<8x4xf32>) -> ()
   return

@@ -15,7 +15,7 @@ func.func private @nll(%logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4xi64>)
   ^bb0(%in.11: f32, %in.12: f32, %out.13: f32):
     %b.14 = arith.subf %in.11, %in.12 : f32
     %b.15 = math.exp %b.14 : f32
-    %b.16 = arith.addf %out.13, %b.15 : f32
+    %b.16 = arith.addf %out.13, %b.15 fastmath<reassoc> : f32
     linalg.yield %b.16 : f32
   } -> tensor<1x4xf32>
   %empty.18 = tensor.empty() : tensor<1x4xf32>
@@ -79,7 +79,7 @@ func.func private @nll_grad(%logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4x
   ^bb0(%in.11: f32, %in.12: f32, %out.13: f32):
     %b.14 = arith.subf %in.11, %in.12 : f32
     %b.15 = math.exp %b.14 : f32
-    %b.16 = arith.addf %out.13, %b.15 : f32
+    %b.16 = arith.addf %out.13, %b.15 fastmath<reassoc> : f32
     linalg.yield %b.16 : f32
   } -> tensor<1x4xf32>
   %empty.18 = tensor.empty() : tensor<1x4xf32>
@@ -170,7 +170,7 @@ func.func private @nll_grad(%logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4x
   %init.86 = linalg.fill ins(%c.87 : f32) outs(%empty.88 : tensor<1x4xf32>) -> tensor<1x4xf32>
   %sum.85 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g_log_probs : tensor<1x4x8xf32>) outs(%init.86 : tensor<1x4xf32>) {
   ^bb0(%in.89: f32, %out.90: f32):
-    %b.91 = arith.addf %in.89, %out.90 : f32
+    %b.91 = arith.addf %out.90, %in.89 fastmath<reassoc> : f32
     linalg.yield %b.91 : f32
   } -> tensor<1x4xf32>
   %t4 = tensor.expand_shape %sum.85 [[0], [1, 2]] output_shape [1, 4, 1] : tensor<1x4xf32> into tensor<1x4x1xf32>
@@ -196,7 +196,7 @@ func.func private @nll_grad(%logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4x
   %init.106 = linalg.fill ins(%c.107 : f32) outs(%empty.108 : tensor<1x4xf32>) -> tensor<1x4xf32>
   %sum.105 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%t3 : tensor<1x4x8xf32>) outs(%init.106 : tensor<1x4xf32>) {
   ^bb0(%in.109: f32, %out.110: f32):
-    %b.111 = arith.addf %in.109, %out.110 : f32
+    %b.111 = arith.addf %out.110, %in.109 fastmath<reassoc> : f32
     linalg.yield %b.111 : f32
   } -> tensor<1x4xf32>
   %t8 = tensor.expand_shape %sum.105 [[0], [1, 2]] output_shape [1, 4, 1] : tensor<1x4xf32> into tensor<1x4x1xf32>
@@ -234,12 +234,14 @@ func.func private @nll_grad(%logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4x
   } -> tensor<1x4x8xf32>
   return %loss, %g_logits : tensor<1x4xf32>, tensor<1x4x8xf32>
 }
-func.func private @main(%in.logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4xi64>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>) {
+func.func private @main(%in.logits: tensor<1x4x8xf32>, %in.targets: tensor<1x4xi64>, %dest.0: tensor<1x4xf32>, %dest.1: tensor<1x4x8xf32>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>) {
   %call.0:2 = func.call @nll_grad(%in.logits, %in.targets) : (tensor<1x4x8xf32>, tensor<1x4xi64>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>)
   return %call.0#0, %call.0#1 : tensor<1x4xf32>, tensor<1x4x8xf32>
 }
 func.func @kina_entry(%in.logits: tensor<1x4x8xf32> {bufferization.writable = false}, %in.targets: tensor<1x4xi64> {bufferization.writable = false}, %out.0: memref<1x4xf32>, %out.1: memref<1x4x8xf32>) attributes {llvm.emit_c_interface} {
-  %r:2 = func.call @main(%in.logits, %in.targets) : (tensor<1x4x8xf32>, tensor<1x4xi64>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>)
+  %dest.0 = tensor.empty() : tensor<1x4xf32>
+  %dest.1 = tensor.empty() : tensor<1x4x8xf32>
+  %r:2 = func.call @main(%in.logits, %in.targets, %dest.0, %dest.1) : (tensor<1x4x8xf32>, tensor<1x4xi64>, tensor<1x4xf32>, tensor<1x4x8xf32>) -> (tensor<1x4xf32>, tensor<1x4x8xf32>)
   bufferization.materialize_in_destination %r#0 in restrict writable %out.0 : (tensor<1x4xf32>, memref<1x4xf32>) -> ()
   bufferization.materialize_in_destination %r#1 in restrict writable %out.1 : (tensor<1x4x8xf32>, memref<1x4x8xf32>) -> ()
   return

@@ -35,7 +35,7 @@ final class CompileCommand implements Callable<Integer> {
 
     @Override public Integer call() {
         Program p = TransformAd.transform(Source.load(file));
-        Emitter.Module m = Emitter.emit(p);
+        Emitter.Module m = Emitter.emitNative(p);
         Path so = Toolchain.build(m);
         GradCommand.writeAtomically(out, tmp -> Files.copy(so, tmp, StandardCopyOption.REPLACE_EXISTING));
         if (header != null)

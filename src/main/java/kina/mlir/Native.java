@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
@@ -42,6 +43,9 @@ public final class Native {
     private final Emitter.Entry entry;
     private final List<IndexChecks.Check> checks;
     private final MethodHandle call;
+    /** {@code omp_set_num_threads} of the OpenMP runtime the object links, or null when it was built without it. */
+    private final MethodHandle setThreads, maxThreads;
+    private int threads = -1;
     private final MemorySegment argv;
     private final MemorySegment[] inDesc, outDesc, inBuf, outBuf;
     private final Map<String, Integer> inputIndex = new HashMap<>();
@@ -60,18 +64,21 @@ public final class Native {
         Program p = TransformAd.transform(checked);
         HostDtypes.require(p.body());                 // before the index checks read the program
         List<IndexChecks.Check> checks = IndexChecks.of(p);
-        Emitter.Module m = Emitter.emit(p);
+        Emitter.Module m = Emitter.emitNative(p);
         return new Native(m.entry(), checks, Toolchain.build(m));
     }
 
     private Native(Emitter.Entry entry, List<IndexChecks.Check> checks, Path so) {
-        MALLOC.run();
         this.entry = entry;
         this.checks = checks;
         Arena arena = Arena.ofAuto();
         SymbolLookup lib = SymbolLookup.libraryLookup(so, arena);
         this.call = Linker.nativeLinker().downcallHandle(lib.find("kina_call").orElseThrow(
                 () -> new MlirError(so + ": no kina_call symbol (not a kina native build)")), FunctionDescriptor.ofVoid(ADDRESS));
+        this.setThreads = lib.find("omp_set_num_threads")
+                .map(f -> Linker.nativeLinker().downcallHandle(f, FunctionDescriptor.ofVoid(JAVA_INT))).orElse(null);
+        this.maxThreads = lib.find("omp_get_max_threads")
+                .map(f -> Linker.nativeLinker().downcallHandle(f, FunctionDescriptor.of(JAVA_INT))).orElse(null);
         int ni = entry.inputs().size(), no = entry.outputs().size();
         inDesc = new MemorySegment[ni];
         inBuf = new MemorySegment[ni];
@@ -93,31 +100,32 @@ public final class Native {
     }
 
     /**
-     * Once per process: glibc keeps freed memory for reuse. A call allocates and frees every
-     * intermediate tensor; by default glibc maps each large block (from 128 KB, rising with use)
-     * with mmap and gives trimmed memory back, so every call faulted its pages in anew (a sixth of
-     * the tiny train step's time in the kernel). mmap only above 32 MB (glibc's largest threshold),
-     * trim only above 1 GB. No-op where there is no mallopt.
+     * Runs the step's parallel loops on {@code n} threads from the next call on (the OpenMP
+     * runtime's threads; one thread where the object was built without OpenMP). Only parallel
+     * loops are split, each element computed as on one thread, so the results do not depend on n.
+     *
+     * @throws IllegalArgumentException for n &lt; 1
      */
-    private static final Runnable MALLOC = new Runnable() {
-        private boolean done;
-
-        @Override public synchronized void run() {
-            if (done) return;
-            done = true;
-            Linker l = Linker.nativeLinker();
-            l.defaultLookup().find("mallopt").ifPresent(f -> {
-                MethodHandle h = l.downcallHandle(f, FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
-                        java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT));
-                try {
-                    int ignored = (int) h.invokeExact(-3, 32 << 20);        // M_MMAP_THRESHOLD
-                    ignored = (int) h.invokeExact(-1, 1 << 30);             // M_TRIM_THRESHOLD
-                } catch (Throwable e) {
-                    throw new IllegalStateException("mallopt: " + e, e);
-                }
-            });
+    public void threads(int n) {
+        if (n < 1) throw new IllegalArgumentException("threads must be >= 1, got " + n);
+        if (n == threads || setThreads == null) return;
+        try {
+            setThreads.invokeExact(n);
+        } catch (Throwable e) {
+            throw new IllegalStateException("omp_set_num_threads: " + e, e);
         }
-    };
+        threads = n;
+    }
+
+    /** The threads the next call's parallel loops may use (the OpenMP runtime's maximum; 1 without OpenMP). */
+    int maxThreads() {
+        if (maxThreads == null) return 1;
+        try {
+            return (int) maxThreads.invokeExact();
+        } catch (Throwable e) {
+            throw new IllegalStateException("omp_get_max_threads: " + e, e);
+        }
+    }
 
     /** The entry's inputs (by name) and outputs. */
     public Emitter.Entry entry() { return entry; }

@@ -19,10 +19,13 @@ import java.util.concurrent.TimeUnit;
  * lowering pipeline below), {@code mlir-translate-19 --mlir-to-llvmir}, {@code clang-19 -O3
  * -march=native -shared}, with a little generated LLVM IR ({@code kina_call}) that takes every
  * memref descriptor through one pointer array, so that a call needs one argument however many
- * inputs and outputs the entry has.
+ * inputs and outputs the entry has, and kina's allocator for the step's buffers ({@code alloc.c}: a
+ * freed buffer is kept for the next allocation of its size, so a steady step neither calls malloc
+ * nor faults pages in).
  *
- * <p>Built objects are cached by content: the SHA-256 of the module text, the pipeline, the flags,
- * the tools' version and the CPU, under {@code $KINA_CACHE} (default {@code $XDG_CACHE_HOME/kina},
+ * <p>Built objects are cached by content: the SHA-256 of the module text, the schedule (its tiles
+ * follow the host's vector width, {@link Schedule#vectorBits}), the pipeline, the flags, the
+ * allocator, the tools' version and the CPU, under {@code $KINA_CACHE} (default {@code $XDG_CACHE_HOME/kina},
  * else {@code ~/.cache/kina}) in {@code native/}; a build writes a temporary file and renames it into
  * place, so a reader never sees half an object.
  */
@@ -33,7 +36,7 @@ public final class Toolchain {
     public record Tools(Path mlirOpt, Path mlirTranslate, Path clang) {}
 
     /** The install hint printed with a missing tool. */
-    public static final String INSTALL = "apt-get install -y --no-install-recommends mlir-19-tools clang-19";
+    public static final String INSTALL = "apt-get install -y --no-install-recommends mlir-19-tools clang-19 libomp-19-dev";
 
     private static final String[] NAMES = {"mlir-opt", "mlir-translate", "clang"};
 
@@ -113,20 +116,56 @@ public final class Toolchain {
      * functions (the kina fns and the parts of long ones stay functions: see Emitter), then loops,
      * LLVM. Every pass is MLIR 19's own.
      */
-    static String pipeline(Path schedule) {
+    static String pipeline(Path schedule, boolean openmp) {
+        // No linalg-fuse-elementwise-ops: the plan's fusions are one generic each already, and the
+        // pass replaces a generic's destination by a new tensor when the body does not read it, which
+        // undoes the writes of step results into their output buffers (Lowering#dest).
         // No cse before eliminate-empty-tensors: merged tensor.empty ops with several users were all
         // replaced by the first result's destination (MLIR 19), so later ops overwrote that result.
-        return "builtin.module(symbol-dce,canonicalize,func.func(linalg-fuse-elementwise-ops),canonicalize,"
-                + (schedule != null ? "transform-preload-library{transform-library-paths=" + schedule + "},transform-interpreter,canonicalize," : "")
+        // hoist-static-allocs: a func's result buffer is its caller's (no copy into an out-parameter);
+        // it needs results that are neither arguments nor repeated (Lowering.Returns ensures both).
+        // Canonicalize after cse as well: self-copies (memref.copy %x, %x) are left by a first
+        // canonicalization and by cse; a later one removes them.
+        // The polynomial approximations of exp, log, tanh (F32) leave loops without calls, which LLVM vectorizes.
+        // OpenMP: the parallel loops (scf.forall) become omp.wsloop; memrefs go to LLVM before the
+        // scf-to-cf conversion (else memref.alloca_scope meets more than one block).
+        return "builtin.module(symbol-dce,canonicalize,"
+                + "transform-preload-library{transform-library-paths=" + schedule + "},transform-interpreter,canonicalize,"
                 + "func.func(eliminate-empty-tensors),"
                 + "one-shot-bufferize{bufferize-function-boundaries=1 function-boundary-type-conversion=identity-layout-map},"
-                + "drop-equivalent-buffer-results,buffer-results-to-out-params,cse,canonicalize,buffer-deallocation-pipeline,convert-bufferization-to-memref,convert-vector-to-scf{full-unroll=1},convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
-                + "convert-scf-to-cf,convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
-                + "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,"
-                + "reconcile-unrealized-casts)";
+                + "drop-equivalent-buffer-results,buffer-results-to-out-params{hoist-static-allocs=1},canonicalize,canonicalize,cse,canonicalize,"
+                + "buffer-deallocation-pipeline,convert-bufferization-to-memref,"
+                + (openmp ? "scf-forall-to-parallel,convert-scf-to-openmp," : "scf-forall-to-for,")
+                + "convert-vector-to-scf{full-unroll=1},convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+                + (openmp ? "finalize-memref-to-llvm{use-generic-functions=1}," : "")
+                + "convert-scf-to-cf,func.func(test-math-polynomial-approximation),"
+                + "convert-vector-to-llvm,convert-ub-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,"
+                + "convert-index-to-llvm,lower-affine," + (openmp ? "convert-openmp-to-llvm," : "finalize-memref-to-llvm{use-generic-functions=1},")
+                + "convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts)";
+    }
+
+    /**
+     * Whether objects use threads: LLVM 19's OpenMP runtime is installed (Debian {@code libomp-19-dev})
+     * and the system property {@code kina.native.openmp} is not {@code false}; then the step's
+     * parallel loops run on threads, else the object runs on the calling thread.
+     */
+    static boolean openmp() {
+        return !"false".equals(System.getProperty("kina.native.openmp")) && Files.isRegularFile(Path.of("/usr/lib/llvm-19/lib/libomp.so"));
     }
 
     static final List<String> CLANG = List.of("-O3", "-march=native", "-shared", "-fPIC", "-Wno-override-module");
+
+    /** The step's allocator (the resource kina/mlir/alloc.c): freed buffers kept for reuse by size. */
+    static final String ALLOC = resource("alloc.c");
+
+    private static String resource(String name) {
+        try (var in = Toolchain.class.getResourceAsStream(name)) {
+            if (in == null) throw new IllegalStateException("kina.mlir resource " + name + " is missing from the build");
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IllegalStateException("kina.mlir resource " + name + ": " + e.getMessage(), e);
+        }
+    }
 
     /** Where a build says that it starts and how long it took (the kina command: stderr); none by default. */
     private static volatile java.util.function.Consumer<String> notices = _ -> { };
@@ -148,11 +187,10 @@ public final class Toolchain {
      */
     public static Path build(Emitter.Module m) {
         Tools t = require();
-        String sched = Schedule.text(m);
-        String key = sha256(String.join("\n", "v1", m.text(), sched == null ? "" : sched, pipeline(Path.of("schedule.mlir")),
-                String.join(" ", CLANG), glue(m.entry()), version(t), cpu()));
+        String sched = Schedule.text(m, Schedule.vectorBits());
+        boolean omp = openmp();
         Path dir = cacheDir();
-        Path so = dir.resolve(key + ".so");
+        Path so = dir.resolve(key(m, t, sched, omp) + ".so");
         if (Files.isRegularFile(so)) return so;
         long t0 = System.nanoTime();
         notices.accept("kina: building native code with mlir-opt-19, mlir-translate-19 and clang-19 (a StoryLM train step takes "
@@ -161,23 +199,18 @@ public final class Toolchain {
             Files.createDirectories(dir);
             Path work = Files.createTempDirectory(dir, "build-");
             try {
-                Path in = work.resolve("module.mlir"), llvm = work.resolve("module.llvm.mlir"), ll = work.resolve("module.ll");
-                Path glue = work.resolve("glue.ll"), out = work.resolve("lib.so");
-                Files.writeString(in, m.text(), StandardCharsets.UTF_8);
+                Path ll = lower(t, m, sched, omp, work);
+                Path glue = work.resolve("glue.ll"), alloc = work.resolve("alloc.c"), out = work.resolve("lib.so");
+                Files.writeString(alloc, ALLOC, StandardCharsets.UTF_8);
                 Files.writeString(glue, glue(m.entry()), StandardCharsets.UTF_8);
-                Path schedule = null;
-                if (sched != null) {
-                    schedule = work.resolve("schedule.mlir");
-                    Files.writeString(schedule, sched, StandardCharsets.UTF_8);
-                }
-                step("mlir-opt", List.of(t.mlirOpt().toString(), in.toString(), "--pass-pipeline=" + pipeline(schedule), "-o", llvm.toString()), work);
-                step("mlir-translate", List.of(t.mlirTranslate().toString(), "--mlir-to-llvmir", llvm.toString(), "-o", ll.toString()), work);
                 List<String> cc = new ArrayList<>(List.of(t.clang().toString()));
                 cc.addAll(CLANG);
-                cc.addAll(List.of(ll.toString(), glue.toString(), "-o", out.toString(), "-lm"));
+                cc.addAll(List.of(ll.toString(), glue.toString(), alloc.toString(), "-o", out.toString(), "-lm", "-lpthread"));
+                if (omp) cc.add("-fopenmp");
                 step("clang", cc, work);
                 Files.move(out, so, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             } finally {
+                keep(work);
                 deleteTree(work);
             }
         } catch (IOException e) {
@@ -185,6 +218,64 @@ public final class Toolchain {
         }
         notices.accept(String.format(java.util.Locale.ROOT, "kina: native code built in %.1f s", (System.nanoTime() - t0) / 1e9));
         return so;
+    }
+
+    /** The cache key of {@code m}'s object: everything the build reads. */
+    private static String key(Emitter.Module m, Tools t, String sched, boolean omp) {
+        return sha256(String.join("\n", "v1", m.text(), sched, pipeline(Path.of("schedule.mlir"), omp),
+                String.join(" ", CLANG), glue(m.entry()), ALLOC, version(t), cpu()));
+    }
+
+    /** The cache key {@link #build} gives {@code m} on this host (tests: what the key follows). */
+    static String key(Emitter.Module m) {
+        return key(m, require(), Schedule.text(m, Schedule.vectorBits()), openmp());
+    }
+
+    /** mlir-opt (the pipeline) and mlir-translate on {@code m} in {@code work}: the LLVM IR file. */
+    private static Path lower(Tools t, Emitter.Module m, String sched, boolean omp, Path work) throws IOException {
+        Path in = work.resolve("module.mlir"), llvm = work.resolve("module.llvm.mlir"), ll = work.resolve("module.ll");
+        Files.writeString(in, m.text(), StandardCharsets.UTF_8);
+        Path schedule = work.resolve("schedule.mlir");
+        Files.writeString(schedule, sched, StandardCharsets.UTF_8);
+        step("mlir-opt", List.of(t.mlirOpt().toString(), in.toString(), "--pass-pipeline=" + pipeline(schedule, omp), "-o", llvm.toString()), work);
+        step("mlir-translate", List.of(t.mlirTranslate().toString(), "--mlir-to-llvmir", llvm.toString(), "-o", ll.toString()), work);
+        return ll;
+    }
+
+    /**
+     * The LLVM IR {@link #build} compiles for {@code m} (not cached): for reading what the pipeline
+     * leaves, e.g. which calls a step makes.
+     *
+     * @throws MlirError when a tool is missing or a step fails
+     */
+    public static String llvmIr(Emitter.Module m) {
+        Tools t = require();
+        try {
+            Path work = Files.createTempDirectory("kina-llvm");
+            try {
+                return Files.readString(lower(t, m, Schedule.text(m, Schedule.vectorBits()), openmp(), work));
+            } finally {
+                deleteTree(work);
+            }
+        } catch (IOException e) {
+            throw new MlirError("native build: " + e.getMessage());
+        }
+    }
+
+    /**
+     * With {@code KINA_NATIVE_KEEP=DIR} set, a build's intermediate files (the module, the schedule,
+     * the lowered module, the LLVM IR; what a failed build got to) are copied into DIR, for reading
+     * what the pipeline made.
+     */
+    private static void keep(Path work) throws IOException {
+        String k = System.getenv("KINA_NATIVE_KEEP");
+        if (k == null || k.isBlank()) return;
+        Path to = Path.of(k);
+        Files.createDirectories(to);
+        try (var s = Files.list(work)) {
+            for (Path p : s.toList())
+                if (!p.getFileName().toString().equals("lib.so")) Files.copy(p, to.resolve(p.getFileName()), StandardCopyOption.REPLACE_EXISTING);
+        }
     }
 
     /** {@code kina_call(argv)}: loads each descriptor pointer and calls {@code _mlir_ciface_kina_entry}. */

@@ -88,8 +88,9 @@ public final class Trainer {
         /** The host interpreter, let by let. */
         INTERPRETER,
         /**
-         * The program lowered to MLIR and built into a shared object (kina.mlir.Native; cached by
-         * content), called once per step: results within rounding of the others, not the same bits.
+         * The program as the plan rewrites it (its fusions) lowered to MLIR and built into a shared
+         * object (kina.mlir.Native; cached by content), called once per step: results within
+         * rounding of the others, not the same bits.
          */
         NATIVE;
 
@@ -108,7 +109,7 @@ public final class Trainer {
             return switch (this) {
                 case PLAN -> new PlanRunner(Plan.compile(p));
                 case INTERPRETER -> new InterpreterRunner(p);
-                case NATIVE -> new NativeRunner(Native.compile(p));
+                case NATIVE -> new NativeRunner(Native.compile(Plan.compile(p).program()));
             };
         }
     }
@@ -141,12 +142,18 @@ public final class Trainer {
         public List<Tensor> run(Map<String, Tensor> inputs) { return plan.run(inputs); }
     }
 
-    /** The native engine: carried values stay in the shared object's native buffers between runs. */
+    /**
+     * The native engine: carried values stay in the shared object's native buffers between runs;
+     * each run uses {@link Parallel#threads} threads, as the plan does.
+     */
     record NativeRunner(Native lib) implements Runner {
         public void carry(Map<String, Integer> inputToOutput) { lib.carry(inputToOutput); }
         public void set(String name, Tensor value) { lib.set(name, value); }
         public Tensor get(String name) { return lib.get(name); }
-        public List<Tensor> run(Map<String, Tensor> inputs) { return lib.run(inputs); }
+        public List<Tensor> run(Map<String, Tensor> inputs) {
+            lib.threads(Parallel.threads());
+            return lib.run(inputs);
+        }
     }
 
     /**

@@ -92,6 +92,35 @@ class EmitterTest {
         assertThat(text).contains("tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>");
     }
 
+    /**
+     * The plan's fusions lower to one loop nest each: every %elementwise of the tiny train step (as
+     * the plan rewrites it) is one linalg.generic with a result per value, every %swiglu_sigmoid one
+     * generic with two results, every %softmax_grad a row-sum generic and a row pass.
+     */
+    @Test void theTinyStepsFusionsAreOneGenericEach() {
+        Program p = kina.plan.Plan.compile(TransformAd.transform(StoryLm.trainStep(Config.byName("tiny"), 2,
+                new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0)))).program();
+        int chains = 0, values = 0, swiglu = 0;
+        for (Let l : p.body().lets()) {
+            if (l.rhs() instanceof Instr.Elementwise e) { chains++; values += e.results(); }
+            if (l.rhs() instanceof Instr.SwigluSigmoid) swiglu++;
+        }
+        String text = Emitter.emitNative(p).text();
+        List<String> generics = text.lines().filter(x -> x.contains(" = linalg.generic")).toList();
+        List<String> ew = generics.stream().filter(x -> x.trim().startsWith("%ew.")).toList();
+        assertThat(chains).isGreaterThan(20);
+        assertThat(ew).hasSize(chains);
+        assertThat(ew.stream().mapToInt(EmitterTest::results).sum()).isEqualTo(values);
+        assertThat(generics.stream().filter(x -> x.trim().startsWith("%swiglu.") && results(x) == 2)).hasSize(swiglu);
+        assertThat(text).doesNotContain("%fused");
+    }
+
+    /** The results of a generic line {@code %x:N = linalg.generic …} (1 without {@code :N}). */
+    private static int results(String generic) {
+        String lhs = generic.trim().split(" ")[0];
+        return lhs.contains(":") ? Integer.parseInt(lhs.substring(lhs.indexOf(':') + 1)) : 1;
+    }
+
     @Test void deviceScattersAreRefusedWithTheSeedsMessages() {
         TensorType upd = new TensorType(DType.F32, Shape.of(1, 4, 4), Placement.DEVICE);
         TensorType ids = new TensorType(DType.I64, Shape.of(1, 4), Placement.DEVICE);

@@ -125,4 +125,19 @@ class NativeTest {
         assertThatThrownBy(() -> Native.compile(program(src))).isInstanceOf(MlirError.class)
                 .hasMessageContaining("the native engine runs F32, F64, I64 and I1 tensors, not BF16");
     }
+
+    /**
+     * The tiny train step's object calls no libm function (exp, log, tanh are polynomials inline,
+     * vectorized with their loops) and no memrefCopy (the runtime's strided copy); the few whole-buffer
+     * copies left (llvm.memcpy; bench/RESULTS.md names them) stay few.
+     */
+    @Test void theTinyStepCallsNoLibmAndCopiesLittle() {
+        MlirTools.require();
+        Program step = kina.plan.Plan.compile(kina.ad.TransformAd.transform(kina.model.StoryLm.trainStep(kina.model.Config.byName("tiny"), 2,
+                new kina.model.Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0)))).program();
+        String ir = Toolchain.llvmIr(Emitter.emitNative(step));
+        List<String> calls = ir.lines().filter(l -> l.contains(" call ")).toList();
+        assertThat(calls).noneMatch(l -> l.matches(".*@(expf|logf|tanhf|exp|log|tanh|memrefCopy|llvm\\.(exp|log|tanh)\\.[a-z0-9]+)\\(.*"));
+        assertThat(calls.stream().filter(l -> l.contains("@llvm.memcpy")).count()).isLessThanOrEqualTo(12);
+    }
 }
