@@ -6,7 +6,8 @@ Run from the repository root (torch imports only under Debian's python3):
     /usr/bin/python3 scripts/reference_vocab.py
 
 Writes src/test/resources/fixtures/vocab_<op>_f64.json for the programs examples/vocab/<op>.kina
-(rmsnorm, layernorm, gelu, swiglu, rope, attention, attention_start), in the fixture format of
+(rmsnorm, layernorm, gelu, swiglu, rope, attention, attention_start, and slice, pad and concat in
+qkv_split, token_shift and concat), in the fixture format of
 reference_ad.py; "program" names the example. The IR-internal attention_qk / attention_pk /
 attention_pq (attention's adjoint products, no surface form) are written as
 vocab_attention_<form>[_chunk]_f64.json with "program" the instruction as kina prints it. Each op is written here with PyTorch's own
@@ -232,6 +233,36 @@ def attention_products():
                           extra={"program": f"%attention_{form}(a, b, {opts})"})
 
 
+def qkv_split():
+    # qkv = x @ w; q, k, v = qkv[:, 0:3], qkv[:, 3:6], qkv[:, 6:9]; y = tanh(q * k) + v
+    gen = torch.Generator().manual_seed(511)
+    x, w = param(gen, (4, 6)), param(gen, (6, 9))
+    q, k, v = (x @ w).split(3, dim=1)
+    y = torch.tanh(q * k) + v
+    g_x, g_w = grads(y, [x, w])
+    fixture("qkv_split", {"x": (x, D), "w": (w, D)}, [("y", y, D), ("g_x", g_x, D), ("g_w", g_w, D)])
+
+
+def token_shift():
+    # shifted = F.pad(x[:, :-1], one zero row in front along time); y = x + mix * (shifted - x)
+    gen = torch.Generator().manual_seed(512)
+    x, mix = param(gen, (2, 5, 3)), param(gen, (3,))
+    shifted = F.pad(x[:, :-1, :], (0, 0, 1, 0))
+    y = x + mix * (shifted - x)
+    g_x, g_mix = grads(y, [x, mix])
+    fixture("token_shift", {"x": (x, D), "mix": (mix, D)}, [("y", y, D), ("g_x", g_x, D), ("g_mix", g_mix, D)])
+
+
+def concat():
+    # y = torch.cat([tanh(x), sigmoid(u)], dim=1) @ w
+    gen = torch.Generator().manual_seed(513)
+    x, u, w = param(gen, (4, 3)), param(gen, (4, 2)), param(gen, (5, 2))
+    y = torch.cat([torch.tanh(x), torch.sigmoid(u)], dim=1) @ w
+    g_x, g_u, g_w = grads(y, [x, u, w])
+    fixture("concat", {"x": (x, D), "u": (u, D), "w": (w, D)},
+            [("y", y, D), ("g_x", g_x, D), ("g_u", g_u, D), ("g_w", g_w, D)])
+
+
 def main():
     rmsnorm()
     layernorm()
@@ -241,6 +272,9 @@ def main():
     attention()
     attention_start()
     attention_products()
+    qkv_split()
+    token_shift()
+    concat()
     return 0
 
 

@@ -81,6 +81,12 @@ public interface Ops<T> {
     default T transpose(T x, Perm perm) { return call(new Transpose(X0, perm), x); }
     /** NumPy's broadcast: expand 1s, and new leading axes when {@code to} has more. */
     default T broadcast(T x, Shape to) { return call(new Broadcast(X0, to), x); }
+    /** Elements start … start+size−1 of {@code axis}. */
+    default T slice(T x, int axis, long start, long size) { return call(new Slice(X0, axis, start, size), x); }
+    /** a then b along {@code axis}. */
+    default T concat(T a, T b, int axis) { return call(new Concat(X0, X1, axis), a, b); }
+    /** {@code before} zeros, x, {@code after} zeros along {@code axis}. */
+    default T pad(T x, int axis, long before, long after) { return call(new Pad(X0, axis, before, after), x); }
     default T sum(T x, int axis, boolean keepDims) { return call(new Sum(X0, axis, keepDims), x); }
 
     // ---- fused row-wise -------------------------------------------------------------------
@@ -130,6 +136,14 @@ public interface Ops<T> {
     default T scatterAlongAxis(int axis, T updates, T indices, TensorType dest) {
         return call(new ScatterAlongAxis(axis, X0, X1, dest), updates, indices);
     }
+
+    // ---- random ---------------------------------------------------------------------------
+    /** Uniform in [0, 1) of type {@code t} from an I64 [1] or [2] key (Philox-4x32-10). */
+    default T randomUniform(T key, TensorType t) { return call(new RandomUniform(X0, t), key); }
+    /** Standard normal of type {@code t} from an I64 [1] or [2] key (Box–Muller over Philox-4x32-10). */
+    default T randomNormal(T key, TensorType t) { return call(new RandomNormal(X0, t), key); }
+    /** x with each element dropped (+0.0) with probability p by the key's uniforms, the rest scaled by 1/(1−p). */
+    default T dropout(T x, T key, double p) { return call(new Dropout(X0, X1, p), x, key); }
 
     // ---- the typed methods' placeholders ------------------------------------------------------
     /** Placeholder operands of the instructions the typed methods build: {@code $k} stands for the k-th value given. */

@@ -89,6 +89,13 @@ public final class Vjp {
             case Reshape(var x, _) -> flow(o.reshape(g, p.type(x).shape()));   // g back to x's shape
             case Transpose(_, var perm) -> flow(o.transpose(g, perm.inverse()));
             case Broadcast(var x, _) -> flow(sumTo(o, g, p.type(x).shape()));
+            // slice ↔ pad: each one's adjoint is the other; concat's are two slices
+            case Slice(var x, var axis, var start, var size) -> flow(o.pad(g, axis, start, p.type(x).shape().dim(axis) - start - size));
+            case Pad(var x, var axis, var before, _) -> flow(o.slice(g, axis, before, p.type(x).shape().dim(axis)));
+            case Concat(var a, var b, var axis) -> {
+                long da = p.type(a).shape().dim(axis);
+                yield flow(o.slice(g, axis, 0, da), o.slice(g, axis, da, p.type(b).shape().dim(axis)));
+            }
             // reduction
             case Sum(var x, var axis, var keepDims) -> {
                 Shape xs = p.type(x).shape();
@@ -132,6 +139,10 @@ public final class Vjp {
             // set_rows: the overwritten rows of the table never reach the result; rows[k] gets g[ids[k]]
             case SetRows(var table, var ids, var rows) -> partial(java.util.Arrays.asList(
                     o.setRows(g, p.of(ids), zeros(o, p.of(rows), p.type(rows))), null, o.gather(g, p.of(ids))), Set.of());
+            // random: constant in everything; the key is discrete and gets nothing
+            case RandomUniform _, RandomNormal _ -> partial(java.util.Arrays.asList((T) null), Set.of());
+            // dropout is linear in x with a mask fixed by the key: its VJP is the same dropout of g
+            case Dropout(_, var key, var prob) -> partial(java.util.Arrays.asList(o.dropout(g, p.of(key), prob), null), Set.of());
             // IR-internal adjoints: closure (gather ↔ scatter_add, take_along_axis ↔ scatter_along_axis)
             case ScatterAdd(_, var ids, _) -> valuesOnly(o.gather(g, p.of(ids)));
             case ScatterAlongAxis(var axis, _, var ids, _) -> valuesOnly(o.takeAlongAxis(g, p.of(ids), axis));

@@ -65,6 +65,12 @@ public final class TypeRules {
             return new Instr.ArgMax(x, fromEnd(axis, typeOf.apply(x).rank()));
         if (ins instanceof Instr.TakeAlongAxis(var v, var i, var axis) && axis < 0)
             return new Instr.TakeAlongAxis(v, i, fromEnd(axis, typeOf.apply(v).rank()));
+        if (ins instanceof Instr.Slice(var x, var axis, var start, var size) && axis < 0)
+            return new Instr.Slice(x, fromEnd(axis, typeOf.apply(x).rank()), start, size);
+        if (ins instanceof Instr.Concat(var a, var b, var axis) && axis < 0)
+            return new Instr.Concat(a, b, fromEnd(axis, typeOf.apply(a).rank()));
+        if (ins instanceof Instr.Pad(var x, var axis, var before, var after) && axis < 0)
+            return new Instr.Pad(x, fromEnd(axis, typeOf.apply(x).rank()), before, after);
         if (ins instanceof Instr.ScatterAlongAxis(var axis, var u, var i, var dest) && axis < 0)
             return new Instr.ScatterAlongAxis(fromEnd(axis, dest.rank()), u, i, dest);
         if (ins instanceof Instr.Transpose(var x, var perm)) {
@@ -178,6 +184,9 @@ public final class TypeRules {
             case Instr.Reshape(var x, var to) -> reshape(op, typeOf.apply(x), to);
             case Instr.Transpose(var x, var perm) -> transpose(op, typeOf.apply(x), perm);
             case Instr.Broadcast(var x, var to) -> broadcast(op, typeOf.apply(x), to);
+            case Instr.Slice(var x, var axis, var start, var size) -> SliceRules.slice(op, typeOf.apply(x), axis, start, size);
+            case Instr.Concat(var a, var b, var axis) -> SliceRules.concat(op, typeOf.apply(a), typeOf.apply(b), axis);
+            case Instr.Pad(var x, var axis, var before, var after) -> SliceRules.pad(op, typeOf.apply(x), axis, before, after);
             // ---- reduction
             case Instr.Sum(var x, var axis, var keepDims) -> {
                 TensorType t = typeOf.apply(x);
@@ -214,6 +223,10 @@ public final class TypeRules {
             case Instr.TakeAlongAxis(var v, var i, var axis) -> takeAlongAxis(op, typeOf.apply(v), typeOf.apply(i), axis);
             case Instr.Gather(var v, var i) -> gather(op, typeOf.apply(v), typeOf.apply(i));
             case Instr.SetRows(var t, var i, var rows) -> setRows(op, typeOf.apply(t), typeOf.apply(i), typeOf.apply(rows));
+            // ---- random
+            case Instr.RandomUniform(var key, var t) -> SliceRules.random(op, typeOf.apply(key), t);
+            case Instr.RandomNormal(var key, var t) -> SliceRules.random(op, typeOf.apply(key), t);
+            case Instr.Dropout(var x, var key, var p) -> SliceRules.dropout(op, typeOf.apply(x), typeOf.apply(key), p);
             // ---- IR-internal adjoints
             case Instr.ScatterAdd(var u, var i, var dest) -> scatterAdd(op, typeOf.apply(u), typeOf.apply(i), dest);
             case Instr.ScatterAlongAxis(var axis, var u, var i, var dest) ->
@@ -343,7 +356,7 @@ public final class TypeRules {
         if (!ok) throw new Mismatch(op, what + " is not " + (d == DType.I1 ? "0 or 1" : "an integer") + " (" + d + ")");
     }
 
-    private static long volume(String op, Shape s) {
+    static long volume(String op, Shape s) {
         try {
             return s.vol();
         } catch (ArithmeticException e) {
@@ -417,7 +430,7 @@ public final class TypeRules {
     }
 
     /** 0 ≤ axis < rank (after {@link #normalise}). */
-    private static void axis(String op, TensorType t, int axis) {
+    static void axis(String op, TensorType t, int axis) {
         if (axis < 0 || axis >= t.rank())
             throw new Mismatch(op, "axis " + axis + " out of range for " + t + " (rank " + t.rank() + axes(t.rank()) + ")");
     }
@@ -653,7 +666,7 @@ public final class TypeRules {
         if (dest.placement() != Placement.HOST) throw new Mismatch(op, "checked device lowering is not available");
     }
 
-    private static String fmt(double v) {
+    static String fmt(double v) {
         return v == Math.rint(v) && Math.abs(v) < 1e15 ? Long.toString((long) v) : Double.toString(v);
     }
 }

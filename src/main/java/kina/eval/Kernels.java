@@ -23,8 +23,8 @@ import kina.kernels.Matmul;
  * The host kernels: one static method per instruction, over {@link Tensor}s, computing the output
  * type from the inputs, one class per family of {@link Instr} ({@link ElementwiseKernels},
  * {@link ContractionKernels}, {@link LayoutKernels}, {@link RowKernels}, {@link AttentionKernels},
- * {@link IndexingKernels}; the constants and the plan's fusions here), and {@link #apply}, the one
- * dispatch. The interpreter and the AD oracle both call these, so each result's bits are a pure
+ * {@link IndexingKernels}, {@link RandomKernels}; the constants and the plan's fusions here), and
+ * {@link #apply}, the one dispatch. The interpreter and the AD oracle both call these, so each result's bits are a pure
  * function of the operands' bits.
  *
  * <p>Bit discipline. {@code r(x)} is {@code (double) (float) x} for F32 and {@code x} for F64:
@@ -43,7 +43,7 @@ import kina.kernels.Matmul;
  * throw an unlocated {@link EvalError}; nothing throws ArrayIndexOutOfBoundsException.
  *
  * <p>Discrete tensors (I64, I1) run through the data-movement kernels (reshape, transpose,
- * broadcast, gather, take_along_axis, the scatters) and through neg/add/sub/mul/sum/matmul with
+ * broadcast, slice, concat, pad, gather, take_along_axis, the scatters) and through neg/add/sub/mul/sum/matmul with
  * wrapping long arithmetic; exp, log, div, softmax and log_softmax refuse them by name.
  */
 public final class Kernels {
@@ -96,6 +96,9 @@ public final class Kernels {
             case Reshape(var a, var to) -> LayoutKernels.reshape(x.apply(a), to);
             case Transpose(var a, var perm) -> LayoutKernels.transpose(x.apply(a), perm);
             case Broadcast(var a, var to) -> LayoutKernels.broadcast(x.apply(a), to);
+            case Slice(var a, var axis, var start, var size) -> LayoutKernels.slice(x.apply(a), axis, start, size);
+            case Concat(var a, var b, var axis) -> LayoutKernels.concat(x.apply(a), x.apply(b), axis);
+            case Pad(var a, var axis, var before, var after) -> LayoutKernels.pad(x.apply(a), axis, before, after);
             // reduction
             case Sum(var a, var axis, var keep) -> RowKernels.sum(x.apply(a), axis, keep);
             // row-wise
@@ -120,6 +123,10 @@ public final class Kernels {
             case SetRows(var t, var i, var rows) -> IndexingKernels.setRows(x.apply(t), x.apply(i), x.apply(rows));
             case ScatterAdd(var u, var i, var dest) -> IndexingKernels.scatterAdd(x.apply(u), x.apply(i), dest);
             case ScatterAlongAxis(var axis, var u, var i, var dest) -> IndexingKernels.scatterAlongAxis(axis, x.apply(u), x.apply(i), dest);
+            // random
+            case RandomUniform(var key, var t) -> RandomKernels.randomUniform(x.apply(key), t);
+            case RandomNormal(var key, var t) -> RandomKernels.randomNormal(x.apply(key), t);
+            case Dropout(var a, var key, var p) -> RandomKernels.dropout(x.apply(a), x.apply(key), p);
             // the plan's fusions
             case Fused f -> {
                 List<Tensor> out = fused(f, x);

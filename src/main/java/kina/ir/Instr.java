@@ -43,7 +43,7 @@ public sealed interface Instr extends Rhs {
     /** Contractions (matmul). */
     sealed interface Contraction extends Instr {}
 
-    /** Moves or copies elements without arithmetic: reshape, transpose, broadcast. */
+    /** Moves or copies elements without arithmetic: reshape, transpose, broadcast, slice, concat, pad. */
     sealed interface Layout extends Instr {}
 
     /** Reductions over one axis. */
@@ -57,6 +57,12 @@ public sealed interface Instr extends Rhs {
 
     /** Reads or writes by I64 indices, which are checked at run time (they can trap). */
     sealed interface Indexing extends Instr {}
+
+    /**
+     * Counter-based random numbers: each element a pure function of an I64 key and the element's
+     * row-major position (Philox-4x32-10), so the same on every engine and thread count.
+     */
+    sealed interface Random extends Instr {}
 
     /**
      * The plan's fusions: IR-internal instructions that only the planner's rewrite table makes,
@@ -181,6 +187,15 @@ public sealed interface Instr extends Rhs {
      */
     record Broadcast(Var x, Shape to) implements Layout {}
 
+    /** {@code x.slice(axis=k, start=s, size=n)}: elements s … s+n−1 of axis k; 0 ≤ s, s + n ≤ dim k. */
+    record Slice(Var x, int axis, long start, long size) implements Layout {}
+
+    /** {@code a.concat(b, axis=k)}: a then b along axis k; every other dim equal. */
+    record Concat(Var a, Var b, int axis) implements Layout {}
+
+    /** {@code x.pad(axis=k, before=p, after=q)}: p zeros (+0.0), x, then q zeros along axis k. */
+    record Pad(Var x, int axis, long before, long after) implements Layout {}
+
     // ---- reduction ------------------------------------------------------------------------
     /** {@code x.sum(axis=k, keepdims=b)}: sum over one axis, in increasing index order. */
     record Sum(Var x, int axis, boolean keepDims) implements Reduction {}
@@ -272,6 +287,27 @@ public sealed interface Instr extends Rhs {
      * table with row ids[k] replaced by rows[k].
      */
     record SetRows(Var table, Var ids, Var rows) implements Indexing {}
+
+    // ---- random ---------------------------------------------------------------------------
+    /**
+     * {@code key.random_uniform(T)}: T (F32 or F64) uniform in [0, 1) from the top 24 (F32) or 53
+     * (F64) bits of Philox-4x32-10 at each element's row-major position under the I64 [1] or [2]
+     * key (kina.kernels.Philox states the mapping). Constant in everything: no cotangent.
+     */
+    record RandomUniform(Var key, TensorType type) implements Random {}
+
+    /**
+     * {@code key.random_normal(T)}: T (F32 or F64) standard normal by Box–Muller from the two F64
+     * uniforms of one Philox block (StrictMath, then rounded to T). No cotangent.
+     */
+    record RandomNormal(Var key, TensorType type) implements Random {}
+
+    /**
+     * {@code x.dropout(key, p=P)}: x·m, m = 1/(1−P) (rounded) where key.random_uniform(x's type)
+     * ≥ P, else +0.0; 0 ≤ P &lt; 1. Its VJP is the same dropout of the cotangent (the mask
+     * recomputed from the key); the key gets none.
+     */
+    record Dropout(Var x, Var key, double p) implements Random {}
 
     // ---- IR-internal adjoints (no surface form) ---------------------------------------------
     /** ScatterAdd(updates σ++[D], indices I64 σ, dest [V,D]): duplicates add, in row-major order of the indices. */

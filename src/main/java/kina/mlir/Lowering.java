@@ -31,7 +31,7 @@ import kina.mlir.Mlir.Val;
  * One func of the module: its lets (calls, tuples, the parts of a long block) and the lowering of
  * each instruction, one exhaustive switch over {@link Instr} ({@link #lower}); row-wise
  * instructions and indexing in {@link Rows}, attention in {@link AttentionLowering}, the plan's fusions in
- * {@link Fusions}.
+ * {@link Fusions}, slice, concat and pad in {@link SliceLowering}, the random family in {@link RandomLowering}.
  *
  * <p>Elementwise instructions and reductions are {@code linalg.generic}s; matmul is
  * {@code linalg.matmul}, {@code linalg.batch_matmul}, or for rank ≥ 4 a batch matmul between
@@ -63,6 +63,8 @@ final class Lowering {
     final Rows rows = new Rows(this);
     final AttentionLowering attention = new AttentionLowering(this);
     final Fusions fusions = new Fusions(this);
+    final SliceLowering slices = new SliceLowering(this);
+    final RandomLowering random = new RandomLowering(this);
 
     Lowering(Emitter module, String symbol) {
         this.module = module;
@@ -458,6 +460,9 @@ final class Lowering {
                 yield generic(out, r, Set.of(), List.of(new Operand(src, new AffineMap(m))), List.of(new Operand(dest(out, t), AffineMap.identity(r))),
                         (b, args) -> List.of(args.getFirst()));
             }
+            case Slice(var a, var axis, var start, var size) -> slices.slice(out, x.apply(a), axis, start, t);
+            case Concat(var a, var b, var axis) -> slices.concat(out, x.apply(a), x.apply(b), axis, t);
+            case Pad(var a, var axis, var before, var after) -> slices.pad(out, x.apply(a), axis, before, t);
             case Sum(var a, var axis, var keep) -> {
                 Val s = reduce(keep ? fresh("sum") : out, List.of(x.apply(a)), List.of(), axis, t.dtype(), 0.0,
                         (b, args) -> List.of(b.accumulate(args.getLast(), args.getFirst())));
@@ -479,6 +484,9 @@ final class Lowering {
             case SetRows(var tab, var i, var r) -> rows.setRows(out, x.apply(tab), x.apply(i), x.apply(r));
             case ScatterAdd(var u, var i, var dest) -> rows.scatterAdd(out, x.apply(u), x.apply(i), dest);
             case ScatterAlongAxis(var axis, var u, var i, var dest) -> rows.scatterAlongAxis(out, axis, x.apply(u), x.apply(i), dest);
+            case RandomUniform(var key, var rt) -> random.uniform(out, x.apply(key), rt);
+            case RandomNormal(var key, var rt) -> random.normal(out, x.apply(key), rt);
+            case Dropout(var a, var key, var p) -> random.dropout(out, x.apply(a), x.apply(key), p);
             case Instr.Fused fu -> {
                 List<Val> r = fusions.lower(l, fu);
                 if (r.size() != 1) throw new MlirError(l.pos(), "let " + l.displayName() + ": " + fu.op() + " makes " + r.size() + " values, bound to one name");

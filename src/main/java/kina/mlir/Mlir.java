@@ -523,6 +523,11 @@ final class Mlir {
             return op("arith.select " + c.ssa() + ", " + x.ssa() + ", " + y.ssa() + " : " + x.type().text(), x.type());
         }
 
+        /** A conversion {@code arith.OP x : from to T} (sitofp, extf, truncf) to an element type. */
+        Scalar convert(String op, Scalar x, DType to) {
+            return op("arith." + op + " " + x.ssa() + " : " + x.type().text() + " to " + el(to), new Elem(to));
+        }
+
         /** An index as i64, or an i64 as index. */
         Scalar indexCast(Scalar x) {
             STy to = x.type() == Index.INDEX ? new Elem(DType.I64) : Index.INDEX;

@@ -102,6 +102,7 @@ final class Bind {
                 for (int i = 0; i < sh.rank(); i++) src[lead + i] = sh.dim(i) == 1 ? 0 : in[i];
                 yield strided(a[0], out, src);
             }
+            case Slice _, Concat _, Pad _ -> null;
             // reduction
             case Sum(Var _, int axis, boolean _) -> {
                 if (!f32(a[0]) && !f64(a[0])) yield null;
@@ -216,6 +217,8 @@ final class Bind {
                     };
                 };
             }
+            // random: the generic kernel (a pure function of key and position)
+            case RandomUniform _, RandomNormal _, Dropout _ -> null;
             // the plan's fusions
             case MatmulT(Var _, Var _, boolean ta, boolean tb) -> matmul(a[0], a[1], out, ta, tb);
             case MatmulShared(Var _, var bs, boolean ta, boolean tb) -> {

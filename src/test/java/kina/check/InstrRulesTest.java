@@ -358,6 +358,8 @@ class InstrRulesTest {
                 new Instr.AttentionGrad(A, A, A, A, v("lh"), v("lh"), OPTS, Instr.AttentionGrad.Wrt.V),
                 new Instr.AttentionProduct(A, A, OPTS, QK), new Instr.AttentionProduct(v("p"), A, OPTS, PK),
                 new Instr.AttentionProduct(v("p"), A, OPTS, PQ),
+                new Instr.Slice(A, 1, 1, 1), new Instr.Concat(A, A, 0), new Instr.Pad(A, 0, 1, 2),
+                new Instr.RandomUniform(B, f32(3)), new Instr.RandomNormal(B, f32(2, 2)), new Instr.Dropout(A, B, 0.5),
                 // the plan's fusions
                 new Instr.MatmulT(A, A, true, false), new Instr.MatmulShared(A, List.of(A, A), false, true),
                 new Instr.SoftmaxGrad(A, A, true), new Instr.SwigluSigmoid(A, A),

@@ -123,6 +123,10 @@ class ClosureTest {
         assertThat(failures(without(Instr.Exp.class))).anyMatch(l -> l.startsWith("log_softmax's rule records ") && l.contains("exp has no rule"));
         assertThat(failures(without(Instr.AttentionProduct.class)))
                 .anyMatch(l -> l.startsWith("attention_lse's rule records %attention_qk(") && l.contains("has no rule"));
+        // slice ↔ pad, concat → slices
+        assertThat(failures(without(Instr.Pad.class))).anyMatch(l -> l.startsWith("slice's rule records ") && l.contains("pad has no rule"));
+        assertThat(failures(without(Instr.Slice.class))).anyMatch(l -> l.startsWith("pad's rule records ") && l.contains("slice has no rule"))
+                .anyMatch(l -> l.startsWith("concat's rule records ") && l.contains("slice has no rule"));
         assertThat(failures(without(Instr.AttentionGrad.class)))
                 .anyMatch(l -> l.startsWith("attention's rule records %attention_dq(") && l.contains("has no rule"));
     }

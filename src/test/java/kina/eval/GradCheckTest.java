@@ -43,6 +43,8 @@ class GradCheckTest {
             "sqrt", "rsqrt", "tanh", "sigmoid", "reciprocal", "silu", "gelu", "relu", "softcap", "maximum",
             "maximum_tie", "select", "swiglu", "rmsnorm", "layernorm", "l2norm", "rope", "attention",
             "attention_long", "set_rows", "argmax", "int_ops",
+            // slices and random numbers
+            "slice", "concat", "pad", "shift", "random_uniform", "random_normal", "dropout",
             // attention's adjoint vocabulary (IR-internal): its blockwise backward, the log-sum-exp and the
             // products of second derivatives (each product form's adjoints are the other two)
             "attention_lse", "attention_exp", "attention_dq", "attention_dk", "attention_dv",
@@ -521,6 +523,45 @@ class GradCheckTest {
                     Var rl = c.let("rl", new Instr.Relu(rq));
                     Var vals = c.param("values", c.t(v, dim), -1, 1);
                     c.finish(c.let("y", new Instr.Gather(vals, rl)), new Shape(sigma).concat(dim));
+                }
+                case "slice" -> {                         // any piece of any axis, empty ones included
+                    int axis = rng.nextInt(rank);
+                    long start = rng.nextInt((int) d[axis] + 1), size = rng.nextInt((int) (d[axis] - start) + 1);
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    c.finish(c.let("y", new Instr.Slice(x, axis, start, size)), new Shape(d).with(axis, size));
+                }
+                case "concat" -> {
+                    int axis = rng.nextInt(rank);
+                    long[] db = d.clone();
+                    db[axis] = rng.nextInt(4);
+                    Var a = c.param("a", c.t(d), -1, 1), b = c.param("b", c.t(db), -1, 1);
+                    c.finish(c.let("y", new Instr.Concat(a, b, axis)), new Shape(d).with(axis, d[axis] + db[axis]));
+                }
+                case "pad" -> {
+                    int axis = rng.nextInt(rank);
+                    long before = rng.nextInt(3), after = rng.nextInt(3);
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    c.finish(c.let("y", new Instr.Pad(x, axis, before, after)), new Shape(d).with(axis, d[axis] + before + after));
+                }
+                case "shift" -> {                         // slice then pad back: a sequence shifted along an axis, times itself
+                    int axis = rng.nextInt(rank);
+                    long by = rng.nextInt((int) d[axis] + 1);
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    Var s = c.let("s", new Instr.Slice(x, axis, 0, d[axis] - by));
+                    Var sh = c.let("sh", new Instr.Pad(s, axis, by, 0));
+                    c.finish(c.let("y", new Instr.Mul(sh, x)), new Shape(d));
+                }
+                case "random_uniform", "random_normal" -> {   // a constant of the key times x: x's cotangent is g·u
+                    Var key = c.idsBetween("key", Long.MIN_VALUE, Long.MAX_VALUE, 1 + rng.nextInt(2));
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    Var u = c.let("u", op.equals("random_uniform") ? new Instr.RandomUniform(key, c.t(d)) : new Instr.RandomNormal(key, c.t(d)));
+                    c.finish(c.let("y", new Instr.Mul(x, u)), new Shape(d));
+                }
+                case "dropout" -> {
+                    Var key = c.idsBetween("key", Long.MIN_VALUE, Long.MAX_VALUE, 1 + rng.nextInt(2));
+                    Var x = c.param("x", c.t(d), -1, 1);
+                    double p = rng.nextInt(4) == 0 ? 0 : 0.9 * rng.nextDouble();
+                    c.finish(c.let("y", new Instr.Dropout(x, key, p)), new Shape(d));
                 }
                 default -> throw new IllegalArgumentException(op);
             }

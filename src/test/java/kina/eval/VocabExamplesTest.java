@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The transformer vocabulary's examples (examples/vocab/*.kina) against the PyTorch fixtures of
- * scripts/reference_vocab.py, in F64: the recorded gradient equals the oracle bit for bit, and both
+ * scripts/reference_vocab.py and scripts/reference_random.py (the random examples), in F64: the recorded gradient equals the oracle bit for bit, and both
  * are within 1e-12 (1e-10 for attention) of PyTorch relative to each tensor's largest magnitude.
  * The IR-internal attention products (no surface form) are built as IR from their fixture's
  * "program", the instruction as the printer shows it, and held to 1e-12.
@@ -31,7 +31,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 class VocabExamplesTest {
 
     static Stream<String> cases() {
-        return Stream.of("rmsnorm", "layernorm", "gelu", "swiglu", "rope", "attention", "attention_start");
+        return Stream.of("rmsnorm", "layernorm", "gelu", "swiglu", "rope", "attention", "attention_start",
+                "qkv_split", "token_shift", "concat", "random_projection", "noise", "dropout");
     }
 
     @ParameterizedTest(name = "{0}")
@@ -51,6 +52,10 @@ class VocabExamplesTest {
         Fixture fx = Fixture.load("vocab_" + op + "_f64.json");
         java.util.Map<String, Tensor> in32 = new java.util.LinkedHashMap<>();
         fx.inputs().forEach((n, t) -> {
+            if (!t.isFloating()) {                  // a random key
+                in32.put(n, t);
+                return;
+            }
             double[] d = t.floats().clone();
             for (int i = 0; i < d.length; i++) d[i] = (float) d[i];
             in32.put(n, Tensor.ofFloats(t.type().withDType(DType.F32), d));
