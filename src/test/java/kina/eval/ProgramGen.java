@@ -273,6 +273,8 @@ public final class ProgramGen {
             case 22, 23 -> call(b, callees);
             case 24, 25 -> handle(b, callees);
             case 26 -> argmaxPick(b);
+            case 27 -> slices(b);
+            case 28 -> random(b);
             default -> unary(b) || binaryOp(b);
         };
     }
@@ -635,6 +637,52 @@ public final class ProgramGen {
             }
         }
         return true;
+    }
+
+    /** A slice, pad or concat of a floating or index value along an axis (an index pad's zeros are valid indices). */
+    private boolean slices(Body b) {
+        Val x = pickAny(b, v -> v.rank() >= 1 && v.kind != Kind.MASK);
+        if (x == null) return false;
+        int axis = r.nextInt(x.rank());
+        long d = x.shape.dim(axis);
+        String ax = "axis=" + axis(axis, x.rank());
+        switch (r.nextInt(3)) {
+            case 0 -> {
+                long size = 1 + r.nextInt((int) d), start = r.nextInt((int) (d - size) + 1);
+                return let(b, x.name + ".slice(" + ax + ", start=" + start + ", size=" + size + ")", x.shape.with(axis, size),
+                        x.kind, x.lo, x.hi, x.bound, x.active, x) != null;
+            }
+            case 1 -> {
+                long before = r.nextInt(3), after = r.nextInt(3);
+                String kw = (before > 0 || r.nextBoolean() ? ", before=" + before : "") + (after > 0 || r.nextBoolean() ? ", after=" + after : "");
+                return let(b, x.name + ".pad(" + ax + kw + ")", x.shape.with(axis, d + before + after), x.kind,
+                        Math.min(x.lo, 0), Math.max(x.hi, 0), x.bound, x.active, x) != null;
+            }
+            default -> {
+                Shape ys = x.shape.with(axis, 1 + r.nextInt(3));
+                Val y = x.kind == Kind.FLOAT ? ofShape(b, ys, v -> true, -1, 1) : indices(b, ys, x.bound);
+                if (y == null || y.kind != x.kind) return false;
+                return let(b, x.name + ".concat(" + y.name + ", " + ax + ")", x.shape.with(axis, d + ys.dim(axis)), x.kind,
+                        Math.min(x.lo, y.lo), Math.max(x.hi, y.hi), Math.min(x.bound, y.bound), x.active || y.active, x, y) != null;
+            }
+        }
+    }
+
+    /** A uniform or normal draw from a key (any I64 [1] or [2]), or a dropout of a floating value. */
+    private boolean random(Body b) {
+        Val key = indices(b, Shape.of(1 + r.nextInt(2)), 1 << 20);
+        if (key == null) return false;
+        int kind = r.nextInt(3);
+        if (kind < 2) {
+            Shape s = shape(0, 3);
+            String call = key.name + (kind == 0 ? ".random_uniform(" : ".random_normal(") + tensor(s) + ")";
+            return let(b, call, s, Kind.FLOAT, kind == 0 ? 0 : -8.6, kind == 0 ? 1 : 8.6, 0, false, key) != null;
+        }
+        Val x = pickFloat(b, v -> true);
+        if (x == null) return false;
+        double p = new double[] {0, 0.1, 0.25, 0.5}[r.nextInt(4)], s = 1 / (1 - p);
+        return let(b, x.name + ".dropout(" + key.name + ", p=" + p + ")", x.shape, Kind.FLOAT, Math.min(0, x.lo * s),
+                Math.max(0, x.hi * s), 0, x.active, x, key) != null;
     }
 
     /** The IR-internal scatters, written as %scatter_add / %scatter_along_axis. */
