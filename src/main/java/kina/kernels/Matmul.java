@@ -79,7 +79,7 @@ public final class Matmul {
 
     /**
      * The F32 micro-kernel for kernels outside this class whose operands already have its layout
-     * (attention's PQ, kina.plan.AttentionProducts). A nested class so that loading Matmul does not
+     * (attention's PQ, {@link AttentionProducts}). A nested class so that loading Matmul does not
      * load the Vector API (the scalar path must work without the module, {@link #VECTOR}).
      */
     public static final class Tile {
