@@ -36,7 +36,7 @@ final class BenchCommand implements Callable<Integer> {
             out.flush();
             return 0;
         }
-        Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        Config c = config.endsWith(".json") ? Config.load(Path.of(config), common.cap) : Config.byName(config);
         OptionRange.atLeast("--steps", steps, 1, "timed steps");
         OptionRange.atLeast("--batch", batch, 1, "sequences per step");
         if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");

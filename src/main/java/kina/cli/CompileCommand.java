@@ -26,7 +26,7 @@ final class CompileCommand implements Callable<Integer> {
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        Emitter.Module m = Emitter.emit(Source.load(file));
+        Emitter.Module m = Emitter.emit(Source.load(file, common.cap));
         Path so = Toolchain.build(m);
         GradCommand.writeAtomically(out, tmp -> Files.copy(so, tmp, StandardCopyOption.REPLACE_EXISTING));
         var pw = spec.commandLine().getOut();

@@ -6,6 +6,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import kina.io.FileCap;
 import kina.model.BpeTokenizer;
 import kina.model.ByteTokenizer;
 import kina.model.Checkpoint;
@@ -28,7 +29,7 @@ final class ImportCommand implements Callable<Integer> {
 
     @Override public Integer call() {
         String stem = model.getFileName().toString().replaceFirst("\\.bin$", "");
-        Llama2c.Model m = Llama2c.read(model.toString(), read(model), name != null ? name : stem);
+        Llama2c.Model m = Llama2c.read(model.toString(), read(model, common.cap), name != null ? name : stem);
         Path tokFile = tokenizer != null ? tokenizer : model.toAbsolutePath().resolveSibling("tokenizer.bin");
         Tokenizer tok;
         if (tokenizer == null && !Files.exists(tokFile)) {
@@ -36,10 +37,10 @@ final class ImportCommand implements Callable<Integer> {
                 throw new kina.ir.KinaException(null, model + ": vocab " + m.config().vocab() + " needs its tokenizer.bin (--tokenizer FILE)");
             tok = new ByteTokenizer();
         } else {
-            tok = tokenizer(tokFile, m.config().vocab());
+            tok = tokenizer(tokFile, m.config().vocab(), common.cap);
         }
         if (Files.exists(out) && !Files.isDirectory(out)) throw new kina.ir.KinaException(null, "--out " + out + ": not a directory");
-        Checkpoint.State st = new Checkpoint.State(m.config(), "none", Map.of(), 0, 0, model.toString(), Checkpoint.sha256(read(model)),
+        Checkpoint.State st = new Checkpoint.State(m.config(), "none", Map.of(), 0, 0, model.toString(), Checkpoint.sha256(read(model, common.cap)),
                 java.util.List.of(), java.util.List.of(), Map.of("imported", "llama2.c model.bin" + (m.sharedClassifier() ? " (shared classifier)" : "")));
         Path dir = Checkpoint.save(out, st, m.weights(), Map.of(), tok);
         var c = m.config();
@@ -50,16 +51,16 @@ final class ImportCommand implements Callable<Integer> {
     }
 
     /** A byte-level tokenizer.bin (256 pieces, each standing for its own byte) is bytes; anything else must be a byte-level BPE. */
-    static Tokenizer tokenizer(Path file, int vocab) {
-        byte[] b = read(file);
+    static Tokenizer tokenizer(Path file, int vocab, FileCap cap) {
+        byte[] b = read(file, cap);
         if (vocab == ByteTokenizer.VOCAB && java.util.Arrays.equals(b, new ByteTokenizer().toLlama2c())) return new ByteTokenizer();
         return BpeTokenizer.fromLlama2c(file.toString(), b, vocab);
     }
 
-    static byte[] read(Path f) {
+    static byte[] read(Path f, FileCap cap) {
         try {
             if (Files.isDirectory(f)) throw new kina.ir.KinaException(null, f + ": is a directory, not a file");
-            String big = kina.ir.Limits.tooLarge(Files.size(f));
+            String big = cap.tooLarge(Files.size(f));
             if (big != null) throw new kina.ir.KinaException(null, f + ": " + big);
             return Files.readAllBytes(f);
         } catch (NoSuchFileException e) {

@@ -27,7 +27,7 @@ final class ModelCommand implements Callable<Integer> {
     @Override public Integer call() {
         if (!action.equals("print")) throw new kina.ir.KinaException(null, "model " + action + ": unknown action (print)");
         OptionRange.atLeast("--batch", batch, 1, "sequences per step");
-        Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        Config c = config.endsWith(".json") ? Config.load(Path.of(config), common.cap) : Config.byName(config);
         Optimizer opt = optimizer.equals("sgd") ? new Optimizer.Sgd(0.9, 1.0) : new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
         String header = switch (what) {
             case "train-step" -> c.toy() ? "// StoryLM-0 '" + c.name() + "' (the seeds' toy) SGD step on the mean NLL, built by kina.model.StoryLm\n"

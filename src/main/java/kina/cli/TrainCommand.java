@@ -67,10 +67,10 @@ final class TrainCommand implements Callable<Integer> {
 
     @Override public Integer call() {
         boolean configGiven = spec.commandLine().getParseResult().hasMatchedOption("--config");
-        Checkpoint.Loaded ck = resume != null ? Checkpoint.load(resume) : null;
+        Checkpoint.Loaded ck = resume != null ? Checkpoint.load(resume, common.cap) : null;
         // a resumed run keeps its checkpoint's config and tokenizer unless told otherwise
         Config c = ck != null && !configGiven ? ck.state().config()
-                : config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+                : config.endsWith(".json") ? Config.load(Path.of(config), common.cap) : Config.byName(config);
         if (seq != null) c = c.withSeq(seq);
         if (tokenizer != null && !tokenizer.equals("byte") && !tokenizer.equals("bpe"))
             throw new kina.ir.KinaException(null, "--tokenizer " + tokenizer + ": unknown (byte or bpe)");
@@ -118,7 +118,7 @@ final class TrainCommand implements Callable<Integer> {
             if (n == 0) n = m;
             cluster = p.connect(spark, n);
         }
-        Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
+        Corpus corpus = data != null ? Corpus.load(data, common.cap) : Corpus.embedded();
         Tokenizer tok;
         if (ck != null) {
             tok = ck.tokenizer();
@@ -134,7 +134,7 @@ final class TrainCommand implements Callable<Integer> {
         // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");
         Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
-                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine), m, cluster, tok);
+                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine), m, cluster, tok, common.cap);
         Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
         Trainer.Summary s;
         try (var _ = Interruption.onSignals(trainer::requestStop)) {

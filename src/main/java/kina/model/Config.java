@@ -13,6 +13,8 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import kina.io.FileCap;
+import kina.io.TensorJson;
 
 /**
  * The sizes of a StoryLM decoder. {@code kvHeads} key/value heads are shared by groups of
@@ -107,12 +109,18 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
     private static final List<String> KEYS =
             List.of("name", "vocab", "d_model", "heads", "kv_heads", "seq", "layers", "mlp_hidden", "rope_base", "eps", "toy");
 
-    /** Reads a config from a JSON object file; the name defaults to the file name without .json. */
-    public static Config load(Path json) {
+    /** {@link #load(Path, FileCap)} under {@link FileCap#DEFAULT}. */
+    public static Config load(Path json) { return load(json, FileCap.DEFAULT); }
+
+    /**
+     * Reads a config from a JSON object file; the name defaults to the file name without .json.
+     * ConfigError (one line) for a missing or unreadable file, one over {@code cap}, bad JSON or a bad config.
+     */
+    public static Config load(Path json, FileCap cap) {
         String where = json.toString();
         String text;
         try {
-            String big = kina.ir.Limits.tooLarge(Files.size(json));
+            String big = cap.tooLarge(Files.size(json));
             if (big != null) throw new ConfigError(where, big);
             text = Files.readString(json);
         } catch (NoSuchFileException e) {
@@ -124,7 +132,7 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         try {
             node = new ObjectMapper().readTree(text);
         } catch (JacksonException e) {
-            throw new ConfigError(where, "not valid JSON: " + kina.eval.TensorJson.plain(e.getOriginalMessage()), e);
+            throw new ConfigError(where, "not valid JSON: " + TensorJson.plain(e.getOriginalMessage()), e);
         }
         String stem = json.getFileName().toString().replaceFirst("\\.json$", "");
         return fromJson(where, node, stem);

@@ -8,6 +8,8 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import kina.eval.Tensor;
+import kina.io.AtomicFiles;
+import kina.io.SafeTensors;
 import kina.ir.DType;
 import kina.ir.TensorType;
 
@@ -86,7 +88,7 @@ public final class HuggingFace {
         }
     }
 
-    /** Writes {@code dir}/model.safetensors and {@code dir}/config.json (each atomically). */
+    /** Writes {@code dir}/model.safetensors and {@code dir}/config.json (each atomically); FileFormatError when the file system refuses. */
     public static void write(Path dir, Config c, Map<String, Tensor> w, boolean bpe) {
         Map<String, Tensor> t = tensors(c, w);
         byte[] cfg = config(c, bpe);

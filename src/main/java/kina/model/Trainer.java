@@ -17,6 +17,7 @@ import kina.eval.Interpreter;
 import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.eval.Value;
+import kina.io.FileCap;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
@@ -42,12 +43,22 @@ public final class Trainer {
      * What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot.
      * {@code microBatches}: 0 for one program per step (the default), else M, the micro-batches of a
      * step ({@link MicroBatchJob}); {@code workers}: who computes their gradients (null: this
-     * process, with {@code engine}), used only when M ≥ 1. The config's vocab is the tokenizer's.
+     * process, with {@code engine}), used only when M ≥ 1. The config's vocab is the tokenizer's; {@code cap}
+     * bounds the size of each file of the checkpoint resumed from.
      */
     public record Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                           int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
                           Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers,
-                          Tokenizer tokenizer) {
+                          Tokenizer tokenizer, FileCap cap) {
+        /** The options with the default size cap on the checkpoint resumed from ({@link FileCap#DEFAULT}). */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers,
+                       Tokenizer tokenizer) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, microBatches, workers, tokenizer, FileCap.DEFAULT);
+        }
+
         /** The options with one program per step, over {@code tokenizer}'s ids. */
         public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                        int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
@@ -364,7 +375,7 @@ public final class Trainer {
     public Summary run(PrintStream log, PrintStream notes) {
         Parallel.setThreads(o.threads());
         long t0 = System.nanoTime();
-        Checkpoint.Loaded ck = o.resume() != null ? Checkpoint.load(o.resume()) : null;
+        Checkpoint.Loaded ck = o.resume() != null ? Checkpoint.load(o.resume(), o.cap()) : null;
         if (ck != null) {
             if (!ck.state().config().equals(c))
                 throw new CheckpointError(ck.dir(), ck.state().config().name().equals(c.name())
