@@ -16,6 +16,7 @@ import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import kina.model.Engine;
 
 public class NativeAB {
     public static void main(String[] args) throws Exception {
@@ -27,7 +28,7 @@ public class NativeAB {
         double secs = Double.parseDouble(args[1]);
         kina.model.Config c = kina.model.Config.byName(args[2]);
         kina.kernels.Parallel.setThreads(threads);
-        kina.model.Trainer.Engine[] engines = {kina.model.Trainer.Engine.PLAN, kina.model.Trainer.Engine.NATIVE};
+        kina.model.Engine[] engines = {kina.model.Engine.PLAN, kina.model.Engine.NATIVE};
         kina.cli.Bench.Stepper[] st = new kina.cli.Bench.Stepper[2];
         for (int e = 0; e < 2; e++) {
             st[e] = new kina.cli.Bench.Stepper(c, 8, engines[e]);
@@ -56,7 +57,7 @@ public class NativeAB {
             }
         for (int e = 0; e < 2; e++)
             System.out.printf("%-6s %s threads=%d steps=%d  wall ms median %.1f best %.1f   cpu ms median %.1f best %.1f%n",
-                    engines[e].name().toLowerCase(), c.name(), engines[e] == kina.model.Trainer.Engine.PLAN ? threads : 1,
+                    engines[e].name().toLowerCase(), c.name(), engines[e] == kina.model.Engine.PLAN ? threads : 1,
                     times.get(e).size(), med[e][0], best[e][0], med[e][1], best[e][1]);
         System.out.printf("native/plan: wall median %.2f best %.2f   cpu median %.2f best %.2f%n",
                 med[1][0] / med[0][0], best[1][0] / best[0][0], med[1][1] / med[0][1], best[1][1] / best[0][1]);

@@ -7,6 +7,7 @@ import kina.model.ByteTokenizer;
 import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.Corpus;
+import kina.model.Engine;
 import kina.model.GradientWorkers;
 import kina.model.Optimizer;
 import kina.model.Progress;
@@ -134,7 +135,7 @@ final class TrainCommand implements Callable<Integer> {
         // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
         Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");
         Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
-                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Trainer.Engine.parse(engine), m, cluster, tok, common.cap);
+                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Engine.parse(engine), m, cluster, tok, common.cap);
         Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
         Trainer.Summary s;
         try (var _ = Interruption.onSignals(trainer::requestStop)) {

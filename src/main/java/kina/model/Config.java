@@ -8,11 +8,13 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import kina.io.FileCap;
 import kina.io.TensorJson;
 
@@ -75,6 +77,30 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
     public Config withSeq(int seq) {
         if (seq < 1 || seq > MAX_SEQ) throw new ConfigError(name, "--seq " + seq + ": must be in [1, " + MAX_SEQ + "]");
         return new Config(name, vocab, dModel, heads, kvHeads, seq, layers, mlpHidden, ropeBase, eps, toy);
+    }
+
+    /**
+     * The fields where {@code asked} differs from this config (a checkpoint's), in component order,
+     * each as {@code seq 64 there, 32 asked}; empty when they are equal.
+     */
+    public String differences(Config asked) {
+        List<String> d = new ArrayList<>();
+        differ(d, "name", name, asked.name);
+        differ(d, "vocab", vocab, asked.vocab);
+        differ(d, "dModel", dModel, asked.dModel);
+        differ(d, "heads", heads, asked.heads);
+        differ(d, "kvHeads", kvHeads, asked.kvHeads);
+        differ(d, "seq", seq, asked.seq);
+        differ(d, "layers", layers, asked.layers);
+        differ(d, "mlpHidden", mlpHidden, asked.mlpHidden);
+        differ(d, "ropeBase", ropeBase, asked.ropeBase);
+        differ(d, "eps", eps, asked.eps);
+        differ(d, "toy", toy, asked.toy);
+        return String.join(", ", d);
+    }
+
+    private static void differ(List<String> d, String field, Object there, Object asked) {
+        if (!Objects.equals(there, asked)) d.add(field + " " + there + " there, " + asked + " asked");
     }
 
     /** Features per head: dModel / heads. */
