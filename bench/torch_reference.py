@@ -124,13 +124,13 @@ def loss_fn(c, w, ids, targets, cos, sin, mask):
     return F.cross_entropy(logits, targets)
 
 
-# StoryLM-0 (kina.model.Config "storylm0"; DESIGN §9.1, examples/storylm0_train_step.kina)
+# StoryLM-0 (kina.model.Config "storylm0"; examples/storylm0_train_step.kina)
 TOY = dict(vocab=8, d=4, heads=2, seq=4)
 TOY_LR, TOY_WARMUP = 0.1, 2000
 
 
 def toy_loss(c, w, ids, targets):
-    """The seeds' toy decoder: no norm, residual, MLP or RoPE; mask and scale are parameters."""
+    """StoryLM-0, the toy decoder: no norm, residual, MLP or RoPE; mask and scale are parameters."""
     t, d, h = c["seq"], c["d"], c["heads"]
     hd = d // h
     x = F.embedding(ids, w["emb"])                                       # [1, T, D]

@@ -134,13 +134,12 @@ def read_safetensors(path):
     return out
 
 
-def hf():
-    cfg = json.load(open(os.path.join(DIR, "hf", "config.json")))
-    w = read_safetensors(os.path.join(DIR, "hf", "model.safetensors"))
-    assert cfg["architectures"] == ["LlamaForCausalLM"] and not cfg["tie_word_embeddings"]
+def hf_logits(w, cfg, ids):
+    """The logits of ids at every position for LlamaForCausalLM's tensors w (float64, by name) and
+    config.json's fields, with transformers' conventions; lm_head is the embedding when tied."""
     d, heads, kv, layers = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["num_hidden_layers"]
     hd, eps, theta = cfg.get("head_dim", d // heads), cfg["rms_norm_eps"], cfg["rope_theta"]
-    t = len(IDS)
+    t = len(ids)
     inv = np.array([1.0 / theta ** (2 * i / hd) for i in range(hd // 2)])
     ang = np.arange(t)[:, None] * inv                           # [T, hd/2]
     emb = np.concatenate([ang, ang], axis=-1)                   # transformers: cat(freqs, freqs)
@@ -149,7 +148,7 @@ def hf():
     def rotate_half(v):
         return np.concatenate([-v[..., hd // 2:], v[..., :hd // 2]], axis=-1)
 
-    x = w["model.embed_tokens.weight"][IDS]
+    x = w["model.embed_tokens.weight"][ids]
     for l in range(layers):
         p = "model.layers.%d." % l
         h = rmsnorm(x, w[p + "input_layernorm.weight"], eps)
@@ -162,7 +161,15 @@ def hf():
         x = x + a @ w[p + "self_attn.o_proj.weight"].T
         h = rmsnorm(x, w[p + "post_attention_layernorm.weight"], eps)
         x = x + (silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
-    logits = rmsnorm(x, w["model.norm.weight"], eps) @ w["lm_head.weight"].T
+    head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]
+    return rmsnorm(x, w["model.norm.weight"], eps) @ head.T
+
+
+def hf():
+    cfg = json.load(open(os.path.join(DIR, "hf", "config.json")))
+    w = read_safetensors(os.path.join(DIR, "hf", "model.safetensors"))
+    assert cfg["architectures"] == ["LlamaForCausalLM"] and not cfg["tie_word_embeddings"]
+    logits = hf_logits(w, cfg, IDS)
     np.save(os.path.join(DIR, "logits_hf.npy"), logits)
     print("wrote logits_hf.npy", logits.shape)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference fixtures for StoryLM-0: the Section 14 step and the composed train step.
+"""PyTorch reference fixtures for StoryLM-0: the SGD step on Σ logits and the composed train step.
 
 Run from the repository root (torch imports only under Debian's python3):
 
@@ -8,7 +8,7 @@ Run from the repository root (torch imports only under Debian's python3):
 
 The model is written plainly in PyTorch's own terms (F.embedding, x @ W, view/transpose head
 split, implicit broadcasting of mask and scale, torch.softmax, F.cross_entropy), with the
-semantics of DESIGN.md §9.1: vocab 8, d_model 4, sequence 4, 2 heads of dim 2, one attention
+semantics of scripts/README.md ("Model semantics"): vocab 8, d_model 4, sequence 4, 2 heads of dim 2, one attention
 layer, no norm / residual / MLP; matrices stored [in, out] and applied as x @ W; additive mask
 [1,1,4,4] with 0 on and below the diagonal and -1e9 above; scale = 1/sqrt(2) stored [1,1,1,1].
 Weights: uniform [-1, 1) from a seeded torch.Generator (drawn in float64, rounded to float32 for
@@ -128,7 +128,7 @@ def fixture_inputs(inp, dtype, names):
 
 
 def ad_step(dtype):
-    """Section 14 §8: seed ones on the logits, SGD on emb only."""
+    """The StoryLM-0 step: seed ones on the logits, SGD on emb only."""
     inp = make_inputs(dtype)
     w = leaves(inp)
     logits = storylm0_logits(inp["token_ids"], *[w[n] for n in FLOAT_PARAMS])
@@ -144,7 +144,7 @@ def ad_step(dtype):
 
 
 def train_step(dtype):
-    """Section 15 composition: mean NLL of the decoder, SGD on all 8 floating parameters."""
+    """The composed train step: mean NLL of the decoder, SGD on all 8 floating parameters."""
     inp = make_inputs(dtype)
     w = leaves(inp)
     logits = storylm0_logits(inp["token_ids"], *[w[n] for n in FLOAT_PARAMS])

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""validate-decoder-ad (Section 14 §8): the native path of the decoder's VJPs against NumPy and PyTorch.
+"""validate-decoder-ad: the native path of the decoder's VJPs against NumPy and PyTorch.
 
 Run from the repository root (torch imports only under Debian's python3; the build needs the
 LLVM 19 tools):
@@ -7,7 +7,7 @@ LLVM 19 tools):
     apt-get install -y --no-install-recommends python3-torch libopenblas0-pthread mlir-19-tools clang-19
     /usr/bin/python3 scripts/validate_decoder_ad.py
 
-For each of the isolated Section 14 wrappers (ad_gather, ad_reshape, ad_matmul4) and the
+For each of the isolated decoder VJP wrappers (ad_gather, ad_reshape, ad_matmul4) and the
 StoryLM-0 step (storylm0_ad_step), in F32 and in F64 (the same source with F64 for F32):
 
 1. builds the program into a shared object with `bin/kina compile` (lowered through MLIR and
@@ -234,7 +234,7 @@ def main():
                               "native": [entry(n, a, dtype) for n, a in zip(names, native)],
                               "errors": errs})
     with open(OUT, "w") as f:
-        json.dump({"about": "scripts/validate_decoder_ad.py: the Section 14 wrappers and step built with bin/kina compile, "
+        json.dump({"about": "scripts/validate_decoder_ad.py: the decoder VJP wrappers and the StoryLM-0 step built with bin/kina compile, "
                             "called through ctypes, against NumPy and PyTorch (torch " + torch.__version__ + ")",
                    "cases": cases}, f, indent=1)
         f.write("\n")

@@ -41,8 +41,16 @@ class ReadmeExamplesTest {
         assertThat(b.ints()).containsExactly(3, 1, 3, 7);
     }
 
+    /** Every method the parser reads is in the README's language section (as {@code .name(} or {@code `name(}). */
+    @Test void theReadmeNamesEveryMethod() throws Exception {
+        String readme = Files.readString(Path.of("README.md"));
+        List<String> missing = kina.ir.Syntax.methodNames().stream()
+                .filter(n -> !readme.contains("." + n + "(") && !readme.contains("`" + n + "(")).toList();
+        assertThat(missing).as("methods the README does not show").isEmpty();
+    }
+
     @Test void theDocumentsStandOnTheirOwn() throws Exception {
-        for (Path p : List.of(Path.of("README.md"), Path.of("docs/interop.md")))
+        for (Path p : List.of(Path.of("README.md"), Path.of("docs/interop.md"), Path.of("docs/java-api.md")))
             assertThat(Files.readString(p)).as(p.toString()).doesNotContain("../shared").doesNotContain("/work/");
     }
 }

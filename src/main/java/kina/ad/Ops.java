@@ -11,7 +11,7 @@ import kina.ir.TensorType;
 import kina.ir.Var;
 
 /**
- * The vocabulary as a reading sees it (DESIGN §4). {@code T} is what a value is in the reading: a
+ * The vocabulary as a reading sees it. {@code T} is what a value is in the reading: a
  * buffer in the eager reading (the oracle, kina.eval.Eager), a Var naming a new let in the recording
  * reading ({@link Recording}). A reading implements one primitive, {@link #apply}: an instruction
  * applied to the values of its operands. The typed methods below, one per instruction in
@@ -124,9 +124,9 @@ public interface Ops<T> {
     default T gather(T values, T indices) { return call(new Gather(X0, X1), values, indices); }
     /** table [V, D] with rows ids (distinct) replaced by rows [n, D]. */
     default T setRows(T table, T ids, T rows) { return call(new SetRows(X0, X1, X2), table, ids, rows); }
-    /** IR-internal: the adjoint of gather (Section 14 §7). */
+    /** IR-internal: the adjoint of gather (duplicate indices add). */
     default T scatterAdd(T updates, T indices, TensorType dest) { return call(new ScatterAdd(X0, X1, dest), updates, indices); }
-    /** IR-internal: the adjoint of take_along_axis (Section 10 §7). */
+    /** IR-internal: the adjoint of take_along_axis (a select, no accumulation). */
     default T scatterAlongAxis(int axis, T updates, T indices, TensorType dest) {
         return call(new ScatterAlongAxis(axis, X0, X1, dest), updates, indices);
     }

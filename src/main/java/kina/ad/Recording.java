@@ -17,7 +17,8 @@ import kina.ir.Var;
 /**
  * The recording reading of the vocabulary ({@code Ops<Var>}): each call appends one ordinary,
  * typed let and answers its Var. This is what makes transform_ad's output just more program
- * (DESIGN §4). Temporaries are named {@code t0, t1, …}; the scan names cotangents {@code g_x}.
+ * (printable, checkable, differentiable again). Temporaries are named {@code t0, t1, …}; the
+ * scan names cotangents {@code g_x}.
  */
 public final class Recording implements Ops<Var> {
     private final Set<String> taken;

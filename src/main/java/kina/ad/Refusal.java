@@ -1,7 +1,7 @@
 package kina.ad;
 
 /**
- * A named "no" from the AD pass (DESIGN §5, STYLE §(b)5): never a silent zero. Compared by value
+ * A named "no" from the AD pass, never a silent zero (docs/language.md lists them). Compared by value
  * in tests, turned into an {@link AdError} at the API edge.
  */
 public sealed interface Refusal {
@@ -23,12 +23,15 @@ public sealed interface Refusal {
         public String message() { return "not differentiated: " + value + " (" + op + ")"; }
     }
 
-    /** The seeds' device texts, e.g. {@code scatter_add: checked device lowering is not available}. */
+    /** No checked lowering for the operands' placement: {@code scatter_add: checked device lowering is not available}. */
     record Unavailable(String text) implements Refusal {
         public String message() { return text; }
     }
 
-    /** The differentiated body breaks a pass rule (Section 10 §3 / Section 14 §3). */
+    /**
+     * The differentiated body breaks a rule of the pass: a nested expression that receives a
+     * cotangent, a result that is not a Var, an instruction of several results.
+     */
     record NotAnAdSpine(String why) implements Refusal {
         public String message() { return why; }
     }

@@ -15,7 +15,8 @@ import kina.ir.TensorType;
 import kina.ir.Var;
 
 /**
- * The reverse scan: the one loop that seeds, skips and accumulates (DESIGN §4.1 rule 1, §5).
+ * The reverse scan: the one loop that seeds, skips and accumulates, in the order
+ * docs/language.md ("Bits") promises.
  * With {@code T = Tensor} it is the oracle; with {@code T = Var} it is transform_ad. Same code,
  * same order, so the two readings give the same bits:
  * <ul>
@@ -24,8 +25,8 @@ import kina.ir.Var;
  *   <li>within a let, contributions go to operands in operand order;</li>
  *   <li>a value's cotangent is the left fold {@code old + c} in visit order, and the first
  *       contribution is {@code c} itself (no {@code 0 + c});</li>
- *   <li>a floating parameter that no cotangent reaches gets +0.0 zeros of its type (DESIGN §9.3);
- *       discrete parameters get no entry (Section 14 §3).</li>
+ *   <li>a floating parameter that no cotangent reaches gets +0.0 zeros of its type;
+ *       discrete parameters get no entry (I64 and I1 values never receive a cotangent).</li>
  * </ul>
  */
 public final class ReverseScan {
@@ -60,7 +61,7 @@ public final class ReverseScan {
     }
 
     /**
-     * J·t, forward mode from the VJP rules by transposition (DESIGN §4): {@code rev} is a
+     * J·t, forward mode from the VJP rules by transposition: {@code rev} is a
      * reverse-mode fn with a seed parameter u, its last, returning (R, g0, …, gk-1), each g_i linear
      * in u (u ↦ g_i = J_iᵀu). The scan over rev's body with tangent t_i planted on g_i (added where
      * two g_i are one value) answers u's cotangent, Σ_i J_i t_i. Only values computed from u receive
@@ -162,7 +163,7 @@ public final class ReverseScan {
         return dep;
     }
 
-    /** Ones of the result's type: the default seed (Section 14 §3). */
+    /** Ones of the result's type: the default seed, which makes each cotangent a gradient of ΣR. */
     public static <T> T onesSeed(Rhs.Fn fn, Primals<T> p, Ops<T> o) {
         return o.fill(p.type(fn.body().result()), 1.0);
     }

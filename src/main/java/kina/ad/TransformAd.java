@@ -19,7 +19,7 @@ import kina.ir.Var;
  * transform_ad: replaces every {@code handle f(args) with reverseMode} of a checked program by a
  * call of a new fn {@code f_grad} — f's own lets followed by the lets the recording reading of the
  * VJP rules appends — returning {@code (R, g0, …, gk-1)}, or R when f has no floating parameter
- * (Section 14 §3, DESIGN §5), and every {@code handle f(args) with forwardMode(ts)} by a call of
+ * (docs/language.md, "handle … with reverseMode"), and every {@code handle f(args) with forwardMode(ts)} by a call of
  * {@code f_jvp} returning {@code (R, J·t)}, derived from the same rules by transposition. A
  * differentiated body may call fns, destructure tuples and hold handles itself: it is flattened
  * first ({@link Inline}), so gradients of gradients need nothing more. The output is an ordinary

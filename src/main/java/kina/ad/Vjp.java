@@ -19,7 +19,7 @@ import java.util.Set;
 /**
  * Every VJP rule of kina, in one switch over {@link Instr}, families in Instr's order.
  * {@code g} is the cotangent of the output {@code y}; each case answers one cotangent per operand
- * (DESIGN §3, seeds Sections 10 and 14, spec-notes §4). Rules are pure: the reverse scan seeds,
+ * (docs/language.md states each in that notation). Rules are pure: the reverse scan seeds,
  * skips and accumulates. Every instruction a rule emits has a rule here (closure under adjoints).
  */
 public final class Vjp {
@@ -30,7 +30,7 @@ public final class Vjp {
             // constants: no operands
             case Input _, Literal _, Fill _ -> flow();
             // unary
-            case Neg _ -> flow(o.neg(g));                                   // §10 §4: g_a = −g
+            case Neg _ -> flow(o.neg(g));                                   // g_x = −g
             case Exp _ -> flow(o.mul(g, y));                                // reads its output
             case Log(var x) -> flow(o.div(g, p.of(x)));
             case Sqrt _ -> flow(o.div(g, o.add(y, y)));                      // g / (2y)
@@ -78,7 +78,7 @@ public final class Vjp {
                 T x = p.of(gate), s = o.sigmoid(x), xs = o.mul(x, s);
                 yield flow(o.mul(o.mul(g, p.of(up)), siluSlope(o, s, xs)), o.mul(g, xs));
             }
-            // contraction (§14 §5): g_a = g @ bᵀ, g_b = aᵀ @ g with transpose_last_two
+            // contraction: g_a = g @ bᵀ, g_b = aᵀ @ g with transpose_last_two
             case Matmul(var a, var b) -> {
                 Perm t = Perm.lastTwo(p.type(a).rank());
                 T ga = o.matmul(g, o.transpose(p.of(b), t));
@@ -86,7 +86,7 @@ public final class Vjp {
                 yield flow(ga, gb);
             }
             // shape
-            case Reshape(var x, _) -> flow(o.reshape(g, p.type(x).shape()));   // §14 §4
+            case Reshape(var x, _) -> flow(o.reshape(g, p.type(x).shape()));   // g back to x's shape
             case Transpose(_, var perm) -> flow(o.transpose(g, perm.inverse()));
             case Broadcast(var x, _) -> flow(sumTo(o, g, p.type(x).shape()));
             // reduction
@@ -96,7 +96,7 @@ public final class Vjp {
                 yield flow(o.broadcast(gk, xs));
             }
             // fused row-wise
-            case LogSoftmax(var x, var axis) -> {                           // §10 §5
+            case LogSoftmax(var x, var axis) -> {                           // g − Σg · exp(y)
                 TensorType xt = p.type(x);
                 T s = o.exp(y);
                 T total = o.broadcast(o.sum(g, axis, true), xt.shape());
@@ -120,7 +120,7 @@ public final class Vjp {
             case Rope(_, var c, var sn, var heads, var rotary, var start) -> partial(java.util.Arrays.asList(
                     o.rope(g, p.of(c), o.neg(p.of(sn)), heads, rotary, start), null, null), Set.of(1, 2));
             case Attention a -> attention(a, p, y, g, o);
-            // indexing (§10 §6, §14 §6): indices are data, they get nothing
+            // indexing: indices are data, they get nothing
             case TakeAlongAxis(var values, var ids, var axis) ->
                     device(p.type(values).placement())
                             ? refuse(new Refusal.Unavailable("scatter_along_axis: checked device lowering is not available"))
@@ -154,7 +154,7 @@ public final class Vjp {
 
     private static <T> T constant(Ops<T> o, T like, double v) { return o.fill(o.type(like), v); }
 
-    /** d silu / dx = s + x s (1 − s) from s = σ(x) and xs = x·s (spec-notes §11.2 Silu). */
+    /** d silu / dx = s + x s (1 − s) from s = σ(x) and xs = x·s. */
     private static <T> T siluSlope(Ops<T> o, T s, T xs) {
         return o.add(s, o.mul(xs, o.sub(ones(o, s), s)));
     }
@@ -196,7 +196,7 @@ public final class Vjp {
     }
 
     /**
-     * rmsnorm (spec-notes §11.2 RmsNorm): u = x (+ r), q = rsqrt(ΣD u²/D + ε), y = u q w.
+     * rmsnorm: u = x (+ r), q = rsqrt(ΣD u²/D + ε), y = u q w.
      * du = q h − u (q³/D) Σ(h u) with h = g w; the same du goes to x and r; dw = Σ_rows g u q.
      */
     static <T> Pullback<T> rmsnorm(RmsNorm r, Primals<T> p, T g, Ops<T> o) {
@@ -221,7 +221,7 @@ public final class Vjp {
     }
 
     /**
-     * layernorm (spec-notes §11.2 LayerNorm): x̂ = (x − μ) q, q = rsqrt(var + ε); with h = g w,
+     * layernorm: x̂ = (x − μ) q, q = rsqrt(var + ε); with h = g w,
      * dx = q (h − mean h − x̂ mean(h x̂)); dw = Σ_rows g x̂; db = Σ_rows g.
      */
     static <T> Pullback<T> layernorm(LayerNorm l, Primals<T> p, T g, Ops<T> o) {
@@ -240,7 +240,7 @@ public final class Vjp {
         return partial(out, Set.of());
     }
 
-    /** l2norm (spec-notes §11.2 L2Norm): n = √(Σ x² + ε), dx = g/n − x (Σ g x)/n³. */
+    /** l2norm: n = √(Σ x² + ε), dx = g/n − x (Σ g x)/n³. */
     static <T> Pullback<T> l2norm(T x, double eps, T g, Ops<T> o) {
         T n = o.sqrt(o.add(rowSum(o, o.mul(x, x)), constant(o, x, eps)));
         T n3 = o.mul(n, o.mul(n, n));
@@ -250,7 +250,7 @@ public final class Vjp {
     // ---- attention ------------------------------------------------------------------------------
 
     /**
-     * attention (spec-notes §11.2 Attention), blockwise (FlashAttention-2): lse = attention_lse(q, k,
+     * attention, blockwise (FlashAttention-2): lse = attention_lse(q, k,
      * sinks) and d = Σ_e g ⊙ out per head (σ++[T, H]); dq, dk, dv = attention_dq / _dk / _dv, which
      * recompute each attended pair's probability exp(s − lse), so no [H, T, L] value is made;
      * dσ_h = −Σ_t exp(σ_h − lse_t) d_t (the sink's share is exp(σ − lse), and it carries no value).

@@ -95,10 +95,13 @@ public final class Kina {
     }
 
     /**
-     * {@code bytes} as strict UTF-8 text. @throws KinaException naming the first byte that is not
-     * UTF-8: {@code file: not UTF-8 text (byte 0xFF at line 3, column 7; save the file as UTF-8)}
+     * {@code bytes} as strict UTF-8 text. @throws KinaException naming UTF-16 or UTF-32 text as such
+     * ({@link kina.ir.WideText}), else the first byte that is not UTF-8: {@code file: not UTF-8 text
+     * (byte 0xFF at line 3, column 7; save the file as UTF-8)}
      */
     public static String decode(String file, byte[] bytes) {
+        kina.ir.WideText.Encoding wide = kina.ir.WideText.of(bytes);
+        if (wide != null) throw new KinaException(null, file + ": " + wide.advice(file));
         var decoder = StandardCharsets.UTF_8.newDecoder();
         java.nio.ByteBuffer in = java.nio.ByteBuffer.wrap(bytes);
         try {

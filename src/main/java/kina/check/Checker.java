@@ -124,7 +124,7 @@ public final class Checker {
 
     /**
      * Why a reverseMode handle has fewer elements than the pattern: its discrete parameters get no
-     * cotangent (Section 14 §3). Names them; empty for anything else.
+     * cotangent. Names them; empty for anything else.
      */
     private static String discreteNote(Let let, Scope s) {
         if (!(let.rhs() instanceof Rhs.Handle(var f, var args, Rhs.Mode.ReverseMode _))) return "";
@@ -204,7 +204,7 @@ public final class Checker {
     }
 
     /**
-     * reverseMode: (R, g0, …, gk-1) over the k floating params, R alone when k = 0 (Section 14 §3);
+     * reverseMode: (R, g0, …, gk-1) over the k floating params, R alone when k = 0;
      * forwardMode: (R, J·t), the tangent of R's type.
      */
     private static Type handle(Let let, Var f, Type.Fn ft, Rhs.Mode mode) {
@@ -216,7 +216,7 @@ public final class Checker {
 
     /**
      * The type of {@code handle f(…) with reverseMode} for a fn of type {@code ft}: (R, g0, …, gk-1)
-     * over its k floating params, R alone when k = 0 (Section 14 §3); null when f does not return
+     * over its k floating params, R alone when k = 0; null when f does not return
      * one tensor.
      */
     public static Type reverseMode(Type.Fn ft) {

@@ -16,15 +16,14 @@ import kina.ir.Type;
 import kina.ir.Var;
 
 /**
- * The type rule of every instruction (DESIGN §3), one switch, no default. Pure and position-free:
- * the checker wraps a {@link Mismatch} into a {@link TypeError} naming the let; kina.ad calls
- * {@link #infer} directly to type the lets transform_ad records.
+ * The type rule of every instruction (docs/language.md states each), one switch, no default.
+ * Pure and position-free: the checker wraps a {@link Mismatch} into a {@link TypeError} naming the
+ * let; kina.ad calls {@link #infer} directly to type the lets transform_ad records.
  *
- * <p>Sources: matmul Section 5 §3, gather Section 5 §4, take_along_axis Section 9 §4.2,
- * ScatterAlongAxis Section 10 §7.1, ScatterAdd Section 14 §7.1, the rest spec-notes §2. Shape
- * equality is structural; there is no implicit broadcast. {@link #infer} takes axes and permutation
- * entries in [0, rank); {@link #normalise} first maps NumPy's negative ones (−1 the last axis) there,
- * which is what the checker does, so checked programs carry and print only non-negative axes.
+ * <p>Shape equality is structural; there is no implicit broadcast. {@link #infer} takes axes and
+ * permutation entries in [0, rank); {@link #normalise} first maps NumPy's negative ones (−1 the
+ * last axis) there, which is what the checker does, so checked programs carry and print only
+ * non-negative axes.
  */
 public final class TypeRules {
     private TypeRules() {}
@@ -606,7 +605,7 @@ public final class TypeRules {
         return v.withShape(i.shape().concat(v.shape().dim(1)));
     }
 
-    /** updates T σ++[D], indices I64 σ, |σ| ≥ 1, dest T [V, D], host (Section 14 §7.1). */
+    /** updates T σ++[D], indices I64 σ, |σ| ≥ 1, dest T [V, D], host. */
     private static TensorType scatterAdd(String op, TensorType u, TensorType i, TensorType dest) {
         String all = "updates " + u + ", indices " + i + ", dest " + dest;
         indices(op, i);
@@ -622,9 +621,9 @@ public final class TypeRules {
     }
 
     /**
-     * updates T ρ, indices I64 ρ, dest T σ, ρ = σ without axis, |σ| ≥ 1, host (Section 10 §7.1, which
-     * writes |σ| ≥ 2; rank 1 is admitted so that it is the adjoint of every take_along_axis, whose values
-     * may have rank 1 with a rank-0 index).
+     * updates T ρ, indices I64 ρ, dest T σ, ρ = σ without axis, |σ| ≥ 1, host (rank 1 is
+     * admitted so that it is the adjoint of every take_along_axis, whose values may have rank 1
+     * with a rank-0 index).
      */
     private static TensorType scatterAlongAxis(String op, int axis, TensorType u, TensorType i, TensorType dest) {
         String all = "axis " + axis + ", updates " + u + ", indices " + i + ", dest " + dest;
@@ -648,7 +647,7 @@ public final class TypeRules {
         for (Placement p : rest) if (p != first) throw new Mismatch(op, "placements differ: " + all);
     }
 
-    /** The seeds' stance: the internal scatters have a checked host lowering only. */
+    /** The internal scatters have a checked lowering on the host only: on @device they are refused by name. */
     private static void hostOnly(String op, TensorType dest) {
         if (dest.placement() != Placement.HOST) throw new Mismatch(op, "checked device lowering is not available");
     }

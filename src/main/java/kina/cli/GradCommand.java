@@ -44,9 +44,16 @@ final class GradCommand implements Callable<Integer> {
     /** What fills the temporary file that then replaces the target. */
     interface Fill { void into(Path tmp) throws IOException; }
 
-    /** Fills a temporary file beside {@code target}, then renames it into place (nothing half written); one-line error. */
+    /**
+     * Fills a temporary file beside {@code target}, then renames it into place (nothing half written);
+     * one-line error naming the target and why, never the temporary file (a missing folder by its name).
+     */
     static void writeAtomically(Path target, Fill fill) {
         Path abs = target.toAbsolutePath();
+        Path dir = abs.getParent();
+        if (!Files.isDirectory(dir))
+            throw new KinaException(null, target + ": cannot write: " + (Files.exists(dir) ? dir + " is not a directory"
+                    : "the folder " + dir + " does not exist (create it first)"));
         try {
             Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
             try {
@@ -56,7 +63,10 @@ final class GradCommand implements Callable<Integer> {
                 Files.deleteIfExists(tmp);
             }
         } catch (IOException e) {
-            throw new KinaException(null, target + ": cannot write (" + e.getMessage() + ")");
+            String why = e instanceof java.nio.file.AccessDeniedException ? "permission denied in " + dir
+                    : e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason()
+                    : e.getClass().getSimpleName();
+            throw new KinaException(null, target + ": cannot write (" + why + ")");
         }
     }
 }

@@ -9,11 +9,17 @@ import sun.misc.SignalHandler;
 /**
  * SIGINT (Ctrl-C) and SIGTERM turned into a request to stop, for a long command that can stop
  * cleanly (train: after the step in progress, with a checkpoint). A second signal of either kind
- * exits at once with the usual status (128 + the signal's number), as without a handler. The
- * previous handlers come back on {@link Handlers#close}.
+ * exits at once with the usual status (128 + the signal's number), as without a handler, except a
+ * repeat of the first within {@link #COPY_NANOS}: that is a copy of it, as when a signal sent to a
+ * process group reaches kina directly and through a launcher that passes it on ({@code bin/kina}),
+ * or {@code timeout(1)} sends it to the process and then to its group. The previous handlers come
+ * back on {@link Handlers#close}.
  */
 final class Interruption {
     private Interruption() {}
+
+    /** How soon after the first signal the same signal again counts as a copy of it, not a second request. */
+    static final long COPY_NANOS = 1_000_000_000L;
 
     /** The handlers installed; closing restores the previous ones. */
     interface Handlers extends AutoCloseable {
@@ -24,14 +30,20 @@ final class Interruption {
     static Handlers onSignals(Consumer<String> stop) {
         List<Signal> signals = new ArrayList<>();
         List<SignalHandler> previous = new ArrayList<>();
-        boolean[] asked = {false};
+        Object lock = new Object();
+        String[] first = {null};
+        long[] firstAt = {0};
         for (String name : new String[] {"INT", "TERM"}) {
             Signal sig = new Signal(name);
             try {
                 previous.add(Signal.handle(sig, s -> {
-                    synchronized (asked) {
-                        if (asked[0]) Runtime.getRuntime().halt(128 + s.getNumber());   // the second signal: now
-                        asked[0] = true;
+                    synchronized (lock) {
+                        if (first[0] != null) {
+                            if (first[0].equals(s.getName()) && System.nanoTime() - firstAt[0] < COPY_NANOS) return;
+                            Runtime.getRuntime().halt(128 + s.getNumber());      // the second signal: now
+                        }
+                        first[0] = s.getName();
+                        firstAt[0] = System.nanoTime();
                     }
                     System.err.println("kina: " + "SIG" + s.getName() + ": stopping after the step in progress "
                             + "(signal again to stop at once, without a checkpoint)");

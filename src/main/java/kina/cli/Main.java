@@ -55,9 +55,10 @@ public final class Main implements Callable<Integer> {
 
     @CommandLine.Spec CommandLine.Model.CommandSpec spec;
 
+    /** {@code kina} with no command: the usage (which lists the commands) on stderr, and exit 2, a usage error. */
     @Override public Integer call() {
-        spec.commandLine().usage(spec.commandLine().getOut());
-        return 0;
+        spec.commandLine().usage(spec.commandLine().getErr());
+        return spec.exitCodeOnInvalidInput();
     }
 
     public static void main(String[] args) {
@@ -86,11 +87,22 @@ public final class Main implements Callable<Integer> {
             err.println("see: " + at.getCommandSpec().qualifiedName() + " --help");
             return at.getCommandSpec().exitCodeOnInvalidInput();
         });
+        kina.mlir.Toolchain.notices(line -> {
+            err.println(line);
+            err.flush();
+        });
         try {
             return cl.execute(args);
         } catch (StackOverflowError | OutOfMemoryError e) {
             err.println("error: " + e.getClass().getSimpleName() + " (the program is too large or too deep for this JVM)");
             return 1;
+        } catch (NoClassDefFoundError e) {
+            if (!String.valueOf(e.getMessage()).startsWith("jdk/incubator/vector/")) throw e;
+            if (debug) e.printStackTrace(err);
+            err.println("error: " + kina.kernels.VectorApi.MISSING);        // a path that reached a kernel before asking
+            return 1;
+        } finally {
+            kina.mlir.Toolchain.notices(null);
         }
     }
 

@@ -21,8 +21,8 @@ final class SampleCommand implements Callable<Integer> {
     Path checkpoint;
     @Option(names = "--prompt", description = "The text to continue; empty: start as after a line break (default: '${DEFAULT-VALUE}').", defaultValue = "The ") String prompt;
     @Option(names = "--tokens", description = "Tokens to generate (bytes, for a byte-level model) (default: ${DEFAULT-VALUE}).", defaultValue = "200") int tokens;
-    @Option(names = "--temperature", description = "Softmax temperature > 0 (default: ${DEFAULT-VALUE}).", defaultValue = "0.8") double temperature;
-    @Option(names = "--top-k", description = "Draw from the k most likely tokens, 0 for all (default: ${DEFAULT-VALUE}).", defaultValue = "40") int topK;
+    @Option(names = "--temperature", description = "Softmax temperature; 0 is greedy, the most likely token every time, as --top-k 1 is (default: ${DEFAULT-VALUE}).", defaultValue = "0.8") double temperature;
+    @Option(names = "--top-k", description = "Draw from the k most likely tokens, 0 for all; 1 is greedy (default: ${DEFAULT-VALUE}).", defaultValue = "40") int topK;
     @Option(names = "--seed", description = "Seed of the sampler (default: ${DEFAULT-VALUE}).", defaultValue = "1") long seed;
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
     @Option(names = "--full-window", description = "Rerun the whole window for every token instead of decoding against the KV cache (the same tokens within the window; slower).")
@@ -31,7 +31,7 @@ final class SampleCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        OptionRange.positive("--temperature", temperature, OptionRange.typed(spec, "--temperature"), "the softmax temperature");
+        OptionRange.nonNegative("--temperature", temperature, OptionRange.typed(spec, "--temperature"), "the softmax temperature; 0: greedy");
         OptionRange.atLeast("--tokens", tokens, 0, "tokens to generate");
         OptionRange.atLeast("--top-k", topK, 0, "the k most likely tokens; 0: all");
         if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");

@@ -36,7 +36,8 @@ final class TrainCommand implements Callable<Integer> {
     @Option(names = "--clip", description = "Global gradient-norm clip, 0 for none (default: ${DEFAULT-VALUE}).", defaultValue = "1.0") double clip;
     @Option(names = "--seed", description = "Seed of the initial weights and the batches (default: ${DEFAULT-VALUE}).", defaultValue = "1") long seed;
     @Option(names = "--threads", description = "Worker threads (default: the number of processors).") Integer threads;
-    @Option(names = "--out", paramLabel = "DIR", description = "Checkpoints and the loss plot (default: runs/latest; with --resume, the resumed run's directory).") Path out;
+    @Option(names = "--out", paramLabel = "DIR", description = "Checkpoints and the loss plot, a directory holding no other run (default: a new runs/run-NNNN, "
+            + "which runs/latest then points to; with --resume, the resumed run's directory).") Path out;
     @Option(names = "--eval-every", description = "Validate every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "100") int evalEvery;
     @Option(names = "--eval-batches", description = "Validation batches (default: ${DEFAULT-VALUE}).", defaultValue = "4") int evalBatches;
     @Option(names = "--checkpoint-every", description = "Checkpoint every N steps (default: ${DEFAULT-VALUE}).", defaultValue = "500") int checkpointEvery;
@@ -132,18 +133,32 @@ final class TrainCommand implements Callable<Integer> {
             tok = new ByteTokenizer();
         }
         if (c.vocab() != tok.vocab()) c = c.withVocab(tok.vocab());
-        // A resumed run continues in its own directory unless told otherwise, not in runs/latest.
-        Path dir = out != null ? out : resume != null ? Checkpoint.runDir(resume) : Path.of("runs/latest");
-        Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
-                checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), Engine.parse(engine), m, cluster, tok, common.cap);
-        Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
+        // A resumed run continues in its own directory unless told otherwise; a new one gets a fresh
+        // numbered directory under runs/ (runs/latest points to it); an --out holding another run is refused.
+        Path resumedRun = resume != null ? Checkpoint.runDir(resume) : null;
+        if (out != null) Runs.requireNoOtherRun(out, resumedRun);
+        Engine eng = Engine.parse(engine);
+        Runs.Claim claim = out == null && resume == null ? Runs.claim(Path.of("runs")) : null;
+        Path dir = out != null ? out : claim != null ? claim.dir() : resumedRun;
+        if (claim != null) {
+            if (claim.note() != null) System.out.println("kina train: " + claim.note());
+            System.out.println("kina train: this run writes to " + dir + " (" + claim.latest() + " points to it)");
+        }
         Trainer.Summary s;
-        try (var _ = Interruption.onSignals(trainer::requestStop)) {
-            s = trainer.run(System.out, System.err);
+        try {
+            Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
+                    checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), eng, m, cluster, tok, common.cap);
+            Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
+            try (var _ = Interruption.onSignals(trainer::requestStop)) {
+                s = trainer.run(System.out, System.err);
+            }
         } catch (Trainer.Stopped stopped) {
             System.out.flush();
             System.err.println(stopped.getMessage());
             return 128 + Interruption.number(stopped.why());
+        } catch (RuntimeException | Error e) {
+            if (claim != null) claim.release();              // refused before it wrote anything: no empty run left behind
+            throw e;
         }
         System.out.println(s.line());
         return 0;

@@ -9,7 +9,7 @@ import kina.ir.Var;
 /**
  * The eager reading of the vocabulary ({@code Ops<Tensor>}): every instruction runs its reference
  * kernel ({@link Kernels#apply}), the same one the interpreter runs, so the oracle's reverse scan
- * and the recorded backward graph produce the same bits (DESIGN §4).
+ * and the recorded backward graph produce the same bits.
  */
 public final class Eager implements Ops<Tensor> {
     public static final Eager INSTANCE = new Eager();

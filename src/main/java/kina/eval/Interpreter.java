@@ -15,6 +15,7 @@ import kina.ir.Rhs;
 import kina.ir.TensorType;
 import kina.ir.Type;
 import kina.ir.Var;
+import kina.kernels.VectorApi;
 
 /**
  * The host interpreter: runs a checked {@link Program} (every {@link Let#type()} filled) let by
@@ -66,8 +67,13 @@ public final class Interpreter {
     /** An interpreter whose Input lets read {@code inputs} by name; reverse mode unavailable. */
     public Interpreter(Map<String, Tensor> inputs) { this(inputs, ReverseMode.UNAVAILABLE); }
 
-    /** An interpreter whose Input lets read {@code inputs} by name and whose handles go to {@code rm}. */
+    /**
+     * An interpreter whose Input lets read {@code inputs} by name and whose handles go to {@code rm}.
+     *
+     * @throws kina.ir.KinaException when the JVM lacks the Vector API the kernels need ({@link VectorApi#MISSING})
+     */
     public Interpreter(Map<String, Tensor> inputs, ReverseMode rm) {
+        VectorApi.require();
         this.inputs = Collections.unmodifiableMap(new HashMap<>(inputs));
         this.reverseMode = rm;
     }

@@ -24,7 +24,7 @@ import kina.ir.Var;
 /**
  * The host kernels: one static method per instruction, over {@link Tensor}s, computing the output
  * type from the inputs. The interpreter and the AD oracle both call these, so each result's bits
- * are a pure function of the operands' bits (DESIGN §4.1).
+ * are a pure function of the operands' bits (docs/language.md, "Bits").
  *
  * <p>Bit discipline. {@code r(x)} is {@code (double) (float) x} for F32 and {@code x} for F64:
  * every floating operation's result is rounded with r, so F32 arithmetic is IEEE single precision

@@ -15,7 +15,7 @@ import kina.ir.Var;
 
 /**
  * The oracle: a forward run that keeps its buffers, then the reverse scan calling the VJP rules
- * eagerly (DESIGN §4). Its bits are the truth the recorded gradient is proven against.
+ * eagerly. Its bits are the truth the recorded gradient is proven against.
  * Plugged into the {@link Interpreter} as its reverse mode. A body with calls or nested handles is
  * flattened first as transform_ad flattens it; a nested handle's gradient is then the recorded one
  * (a gradient is differentiated as a program), and this scan reads it eagerly.

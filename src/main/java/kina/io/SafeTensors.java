@@ -120,6 +120,15 @@ public final class SafeTensors {
 
     /** Parses a file's bytes; {@code file} names it in errors. */
     public static Contents decode(Path file, byte[] b) {
+        return decode(file, b, false);
+    }
+
+    /**
+     * Parses a file's bytes; with {@code widen}, F16 and BF16 tensors (as Hugging Face models are
+     * often stored) are read too, as the F32 tensors of the same values (exact: F32 holds every
+     * F16 and BF16 value).
+     */
+    public static Contents decode(Path file, byte[] b, boolean widen) {
         if (b.length < 8) throw new FileFormatError(file, "not a safetensors file (" + b.length + " bytes, shorter than the 8-byte header length)");
         ByteBuffer buf = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
         long n = buf.getLong(0);
@@ -148,7 +157,7 @@ public final class SafeTensors {
                 }
                 continue;
             }
-            tensors.put(name, tensor(file, name, v, buf, dataStart, dataLen));
+            tensors.put(name, tensor(file, name, v, buf, dataStart, dataLen, widen));
         }
         requireDisjoint(file, header);
         return new Contents(tensors, meta);
@@ -170,7 +179,7 @@ public final class SafeTensors {
                         + "' overlap (data bytes " + rs.get(i).begin() + " to " + Math.min(rs.get(i).end(), rs.get(i - 1).end()) + ")");
     }
 
-    private static Tensor tensor(Path file, String name, JsonNode v, ByteBuffer buf, int dataStart, long dataLen) {
+    private static Tensor tensor(Path file, String name, JsonNode v, ByteBuffer buf, int dataStart, long dataLen, boolean widen) {
         String what = "tensor '" + name + "'";
         if (!v.isObject()) throw new FileFormatError(file, "corrupt header: " + what + " is not an object");
         JsonNode dt = v.get("dtype"), sh = v.get("shape"), off = v.get("data_offsets");
@@ -181,7 +190,11 @@ public final class SafeTensors {
             case "F64" -> DType.F64;
             case "I64" -> DType.I64;
             case "BOOL" -> DType.I1;
-            default -> throw new FileFormatError(file, what + " has dtype " + dt.asText() + "; kina reads F32, F64, I64, BOOL");
+            case "F16", "BF16" -> {
+                if (!widen) throw new FileFormatError(file, what + " has dtype " + dt.asText() + "; kina reads F32, F64, I64, BOOL");
+                yield dt.asText().equals("F16") ? DType.F16 : DType.BF16;
+            }
+            default -> throw new FileFormatError(file, what + " has dtype " + dt.asText() + "; kina reads F32, F64, I64, BOOL" + (widen ? ", F16, BF16" : ""));
         };
         long[] dims = new long[sh.size()];
         for (int i = 0; i < dims.length; i++) {
@@ -205,7 +218,7 @@ public final class SafeTensors {
         if (end > dataLen) throw new FileFormatError(file, "truncated: " + what + " ends at data byte " + end + ", but the data has " + dataLen + " bytes");
         if (vol * width(dtype) != end - begin)
             throw new FileFormatError(file, what + " " + dtype + shape + " needs " + vol * width(dtype) + " bytes, its offsets give " + (end - begin));
-        TensorType type = new TensorType(dtype, shape, Placement.HOST);
+        TensorType type = new TensorType(dtype == DType.F16 || dtype == DType.BF16 ? DType.F32 : dtype, shape, Placement.HOST);
         int n = (int) vol;
         int at = dataStart + (int) begin;
         return switch (dtype) {
@@ -221,7 +234,13 @@ public final class SafeTensors {
                 }
                 yield Tensor.ofInts(type, d);
             }
-            case BF16, F16, F8E4M3, F8E5M2 -> throw new IllegalStateException("unreachable: " + dtype);
+            case F16 -> { double[] d = new double[n]; for (int i = 0; i < n; i++) d[i] = Float.float16ToFloat(buf.getShort(at + 2 * i)); yield Tensor.ofFloats(type, d); }
+            case BF16 -> {
+                double[] d = new double[n];
+                for (int i = 0; i < n; i++) d[i] = Float.intBitsToFloat((buf.getShort(at + 2 * i) & 0xffff) << 16);
+                yield Tensor.ofFloats(type, d);
+            }
+            case F8E4M3, F8E5M2 -> throw new IllegalStateException("unreachable: " + dtype);
         };
     }
 

@@ -1,11 +1,11 @@
 package kina.ir;
 
 /**
- * Element types of kina tensors (DESIGN §2). Floating dtypes carry cotangents; I64 and I1 are
- * discrete: no cotangent ever flows into them (Section 14 §3 amendment).
+ * Element types of kina tensors. Floating dtypes carry cotangents; I64 and I1 are
+ * discrete: no cotangent ever flows into them (docs/language.md, "Discrete values get no cotangent").
  *
  * <p>The host interpreter runs F32, F64 and I64 (and I1 for masks); BF16, F16 and the F8 formats
- * are typed, printed and emitted, and refused by name at run time.
+ * are typed and printed, and refused by name at run time and by the MLIR lowering.
  */
 public enum DType {
     F32("F32", true), F64("F64", true), BF16("BF16", true), F16("F16", true),

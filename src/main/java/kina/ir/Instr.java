@@ -5,10 +5,10 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The tensor instruction vocabulary (DESIGN §3), one record per instruction, grouped by family.
- * Every switch over Instr (type rules, kernels, VJP rules, printer, MLIR lowering) lists every
- * case and has no {@code default}, so adding an instruction fails to compile until each stage
- * handles it or refuses it by name.
+ * The tensor instruction vocabulary, one record per instruction, grouped by family;
+ * docs/language.md documents each (typing, VJP, an example). Every switch over Instr (type
+ * rules, kernels, VJP rules, printer, MLIR lowering) lists every case and has no {@code default},
+ * so adding an instruction fails to compile until each stage handles it or refuses it by name.
  *
  * <p>Operands are Vars; static arguments (axis, perm, shape, dest type) are attributes.
  */
@@ -232,7 +232,7 @@ public sealed interface Instr extends Rhs {
     }
 
     // ---- contraction ----------------------------------------------------------------------
-    /** {@code a @ b}: σ++[M,K] @ σ++[K,N] → σ++[M,N], rank ≥ 2, no implicit broadcast (Section 5 §3). */
+    /** {@code a @ b}: σ++[M,K] @ σ++[K,N] → σ++[M,N], rank ≥ 2, no implicit broadcast. */
     record Matmul(Var a, Var b) implements Contraction {
         public List<Var> operands() { return List.of(a, b); }
         public String op() { return "matmul"; }
@@ -268,7 +268,7 @@ public sealed interface Instr extends Rhs {
     }
 
     // ---- fused row-wise -------------------------------------------------------------------
-    /** {@code x.log_softmax(axis=k)}: x − max − log Σ exp(x − max) (Section 9 §3). */
+    /** {@code x.log_softmax(axis=k)}: x − max − log Σ exp(x − max). */
     record LogSoftmax(Var x, int axis) implements RowWise {
         public List<Var> operands() { return List.of(x); }
         public String op() { return "log_softmax"; }
@@ -360,15 +360,15 @@ public sealed interface Instr extends Rhs {
     }
 
     // ---- indexing -------------------------------------------------------------------------
-    /** {@code values.take_along_axis(indices, axis=k)}: indices drop the axis (Section 9 §4.2). */
+    /** {@code values.take_along_axis(indices, axis=k)}: indices drop the axis. */
     record TakeAlongAxis(Var values, Var indices, int axis) implements Indexing {
         public List<Var> operands() { return List.of(values, indices); }
         public String op() { return "take_along_axis"; }
     }
 
     /**
-     * {@code values.gather(indices)}: values [V,D], I64 indices σ → σ++[D] (Section 5 §4). The
-     * surface {@code table.row(i)} (the seed's RowGather: one row by an I64 [1] index, 0-based,
+     * {@code values.gather(indices)}: values [V,D], I64 indices σ → σ++[D]. The
+     * surface {@code table.row(i)} (one row by an I64 [1] index, 0-based,
      * → [1, D]) parses to this instruction and prints as {@code gather}.
      */
     record Gather(Var values, Var indices) implements Indexing {
@@ -386,13 +386,13 @@ public sealed interface Instr extends Rhs {
     }
 
     // ---- IR-internal adjoints (no surface form) ---------------------------------------------
-    /** ScatterAdd(updates σ++[D], indices I64 σ, dest [V,D]): duplicates add (Section 14 §7). */
+    /** ScatterAdd(updates σ++[D], indices I64 σ, dest [V,D]): duplicates add, in row-major order of the indices. */
     record ScatterAdd(Var updates, Var indices, TensorType dest) implements Indexing {
         public List<Var> operands() { return List.of(updates, indices); }
         public String op() { return "scatter_add"; }
     }
 
-    /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ, rank ≥ 1): a select, no accumulation (Section 10 §7). */
+    /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ, rank ≥ 1): a select, no accumulation. */
     record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Indexing {
         public List<Var> operands() { return List.of(updates, indices); }
         public String op() { return "scatter_along_axis"; }
@@ -459,7 +459,7 @@ public sealed interface Instr extends Rhs {
      * </ul>
      * Each sum is one fma chain from −0.0 in the order written (e; j; h then t, increasing), one rounding
      * per term, as matmul; an empty sum is +0.0. Entries of a at pairs that are not attended are never
-     * read. Unscaled: rules apply α themselves. IR-internal: made by transform_ad (DESIGN §4); the three
+     * read. Unscaled: rules apply α themselves. IR-internal: made by transform_ad; the three
      * forms are closed under the VJP (each form's adjoints are the other two).
      */
     record AttentionProduct(Var a, Var b, AttnOpts opts, Form form) implements Attend {

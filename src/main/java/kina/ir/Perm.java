@@ -12,7 +12,7 @@ public record Perm(int... axes) {
 
     public static Perm of(int... axes) { return new Perm(axes); }
 
-    /** The identity on the first r-2 axes that swaps the last two (Section 14 §5). */
+    /** The identity on the first r-2 axes that swaps the last two (matmul's VJP transposes with it). */
     public static Perm lastTwo(int rank) {
         int[] p = new int[rank];
         for (int i = 0; i < rank; i++) p[i] = i;

@@ -8,7 +8,7 @@ import java.util.Objects;
 import java.util.stream.Collectors;
 
 /**
- * Prints IR as kina surface syntax that the parser reads back (DESIGN §2.1; STYLE §(b)6).
+ * Prints IR as kina surface syntax that the parser reads back (docs/language.md).
  * Temporaries ({@link Var#temporary()}) are written inline at their single use, with the
  * parentheses precedence needs; a fn body is indented two spaces per level, one let per line
  * ({@code let x = e in}), the result on its own line. Floats print with {@link Double#toString}

@@ -27,7 +27,7 @@ public sealed interface Rhs permits Instr, Rhs.Fn, Rhs.Call, Rhs.Handle, Rhs.Tup
 
     /**
      * {@code handle f(a, b, …) with reverseMode}: the value of f and the cotangents of its floating
-     * parameters, {@code (R, g0, …, gk-1)}, or R when k = 0 (Section 14 §3). With
+     * parameters, {@code (R, g0, …, gk-1)}, or R when k = 0. With
      * {@code forwardMode(t0, …, tk-1)}, one tangent per floating parameter: {@code (R, J·t)}, the
      * value and its directional derivative Σ_i ∂R/∂p_i · t_i.
      */

@@ -3,7 +3,7 @@ package kina.ir;
 import java.util.Arrays;
 
 /**
- * A static shape: a list of non-negative dims, row-major. Equality is structural (Section 9).
+ * A static shape: a list of non-negative dims, row-major. Equality is structural.
  * The array is copied in and out, so a Shape is a value.
  */
 public record Shape(long... dims) {

@@ -159,7 +159,7 @@ public final class Syntax {
         return method(name, List.of(T), List.of(), a -> build.apply(a.var(0)), type, i -> args(x.apply(i)));
     }
 
-    /** Every form of the surface language (DESIGN §2.1); a new instruction adds one entry here. */
+    /** Every form of the surface language (docs/language.md shows each); a new instruction adds one entry here. */
     private static final Map<String, Form> FORMS = table(
             nullary("exp", Exp::new, Exp.class, Exp::x),
             nullary("log", Log::new, Log.class, Log::x),

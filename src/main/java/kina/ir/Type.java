@@ -6,7 +6,7 @@ import java.util.stream.Collectors;
 /** The types of kina values: tensors, flat tuples of tensors (the reverseMode ABI), functions. */
 public sealed interface Type permits TensorType, Type.Tuple, Type.Fn {
 
-    /** A flat tuple, e.g. {@code (R, g0, …, gk-1)} of a reverseMode handle (Section 12). */
+    /** A flat tuple, e.g. {@code (R, g0, …, gk-1)} of a reverseMode handle. */
     record Tuple(List<Type> elems) implements Type {
         public Tuple { elems = List.copyOf(elems); }
 

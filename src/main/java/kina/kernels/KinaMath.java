@@ -7,7 +7,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * kina's own float exp (DESIGN §4.1 rule 4): one algorithm in a scalar and a lanewise form that
+ * kina's own float exp: one algorithm in a scalar and a lanewise form that
  * take the same IEEE operations in the same order, so every lane of the array forms ({@link
  * #exp(float[], int, float[], int, int)}, {@code expMinus}, {@code expNeg}) equals {@link #exp(float)}
  * bit for bit, in every JIT tier. Only float fma, add, sub, mul,

@@ -26,7 +26,7 @@ import kina.ir.Var;
 
 /**
  * The host lowering of a kina program to MLIR's linalg-on-tensors (LLVM/MLIR 19 syntax): one more
- * reading of the instruction set, one exhaustive switch over {@link Instr} ({@link #lower}).
+ * reading of the instruction set, one exhaustive switch over {@link Instr} ({@code lower}).
  *
  * <p>Module layout: one {@code func.func private} per kina fn (a reverseMode fn made by
  * transform_ad included), returning its tuple as multiple results; {@code @main} for the program's
@@ -37,7 +37,7 @@ import kina.ir.Var;
  * let inside a fn body is a trailing argument {@code %in.NAME} of that fn and of every fn that calls
  * it; callers pass theirs through.
  *
- * <p>Lowering, after the seeds (Section 10 §7.3, Section 14 §5, §7.3): elementwise instructions and
+ * <p>Lowering: elementwise instructions and
  * reductions are {@code linalg.generic}s; matmul is {@code linalg.matmul}, {@code linalg.batch_matmul},
  * or for rank ≥ 4 a batch matmul between {@code tensor.collapse_shape} and {@code tensor.expand_shape};
  * transpose is {@code linalg.transpose}; reshape is a collapse, an expand, or a collapse to rank 1 then
@@ -48,9 +48,10 @@ import kina.ir.Var;
  * Results agree with the interpreter within rounding, not bit for bit: sums start from +0.0 and
  * exp/log/tanh are libm's.
  *
- * <p>Refusals (an {@link MlirError} naming the let): @device values ({@code scatter_add: checked
- * device lowering is not available}, likewise for each indexing instruction, {@code <op>: device
- * lowering is not available} for the others); a non-finite literal the dtype cannot hold; a program
+ * <p>Refusals (an {@link MlirError} naming the let): dtypes the host does not keep (BF16, F16, F8:
+ * {@code HostDtypes}); @device values ({@code scatter_add: checked device lowering is not
+ * available}, likewise for each indexing instruction, {@code <op>: device lowering is not
+ * available} for the others); a non-finite literal the dtype cannot hold; a program
  * whose result is a fn that cannot be called.
  */
 public final class Emitter {
@@ -79,6 +80,7 @@ public final class Emitter {
      */
     public static Module emit(Program checked) {
         Program p = hasHandle(checked.body()) ? TransformAd.transform(checked) : checked;
+        HostDtypes.require(p.body());
         return new Emitter(p).module();
     }
 
@@ -262,7 +264,7 @@ public final class Emitter {
         };
     }
 
-    /** The seeds' text for the checked (indexing) instructions, a plain one for the rest. */
+    /** The refusal of a @device instruction: for the indexing ones, transform_ad's and the type rules' text. */
     static String deviceMessage(Instr ins) {
         return ins instanceof Instr.Indexing ? ins.op() + ": checked device lowering is not available"
                 : ins.op() + ": device lowering is not available (the host lowering takes @host values only)";
@@ -1486,7 +1488,7 @@ public final class Emitter {
                     });
         }
 
-        /** Section 14 §7.3: bounds, σ flattened to N, a zero [V, D], out[v, d] += (ids[n] == v) ? upd[n, d] : 0. */
+        /** Bounds, σ flattened to N, a zero [V, D], out[v, d] += (ids[n] == v) ? upd[n, d] : 0. */
         V scatterAdd(String out, V upd, V idx, TensorType dest) {
             checked(idx, dest.shape().dim(0), "scatter_add");
             int s = idx.type().rank();
@@ -1507,7 +1509,7 @@ public final class Emitter {
                     }).getFirst();
         }
 
-        /** Section 10 §7.3: bounds, then over dest σ: (indices == index axis) ? update : 0. */
+        /** Bounds, then over dest σ: (indices == index axis) ? update : 0. */
         V scatterAlongAxis(String out, int axis, V upd, V idx, TensorType dest) {
             checked(idx, dest.shape().dim(axis), "scatter_along_axis");
             int r = dest.rank();

@@ -23,13 +23,9 @@ import java.util.Set;
 import kina.ad.TransformAd;
 import kina.eval.EvalError;
 import kina.eval.Tensor;
-import kina.ir.Block;
 import kina.ir.DType;
-import kina.ir.Let;
 import kina.ir.Program;
-import kina.ir.Rhs;
 import kina.ir.TensorType;
-import kina.ir.Type;
 
 /**
  * A program compiled to a shared object ({@link Toolchain#build}) and called through the Java FFM
@@ -62,7 +58,7 @@ public final class Native {
      */
     public static Native compile(Program checked) {
         Program p = TransformAd.transform(checked);
-        refuseDtypes(p.body());
+        HostDtypes.require(p.body());                 // before the index checks read the program
         List<IndexChecks.Check> checks = IndexChecks.of(p);
         Emitter.Module m = Emitter.emit(p);
         return new Native(m.entry(), checks, Toolchain.build(m));
@@ -285,29 +281,5 @@ public final class Native {
             }
             case BF16, F16, F8E4M3, F8E5M2 -> throw new MlirError("the native engine runs F32, F64, I64 and I1 tensors, not " + t.dtype());
         };
-    }
-
-    /** The native engine keeps F32, F64, I64 and I1 buffers; any other dtype is refused before the build. */
-    private static void refuseDtypes(Block b) {
-        for (Let l : b.lets()) {
-            if (l.rhs() instanceof Rhs.Fn fn) {
-                for (Rhs.Param p : fn.params()) refuse(p.type(), "parameter " + p.name(), l);
-                refuseDtypes(fn.body());
-            } else {
-                refuse(l.type(), "let " + l.displayName(), l);
-            }
-        }
-    }
-
-    private static void refuse(Type t, String what, Let at) {
-        switch (t) {
-            case null -> { }
-            case TensorType tt -> {
-                if (!tt.dtype().hostRunnable())
-                    throw new MlirError(at.pos(), what + ": the native engine runs F32, F64, I64 and I1 tensors, not " + tt.dtype());
-            }
-            case Type.Tuple tu -> { for (Type e : tu.elems()) refuse(e, what, at); }
-            case Type.Fn _ -> { }
-        }
     }
 }

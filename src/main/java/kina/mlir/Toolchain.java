@@ -128,6 +128,17 @@ public final class Toolchain {
 
     static final List<String> CLANG = List.of("-O3", "-march=native", "-shared", "-fPIC", "-Wno-override-module");
 
+    /** Where a build says that it starts and how long it took (the kina command: stderr); none by default. */
+    private static volatile java.util.function.Consumer<String> notices = _ -> { };
+
+    /**
+     * Sends the build's two lines to {@code to} (null: nowhere): one as a build starts, since a
+     * StoryLM train step takes 30–70 s, and one when it is done. An object taken from the cache says nothing.
+     */
+    public static void notices(java.util.function.Consumer<String> to) {
+        notices = to != null ? to : _ -> { };
+    }
+
     /**
      * The shared object for {@code m}: from the cache, or built (and cached). Its exported function
      * {@code kina_call(void **descriptors)} calls the entry on the inputs' descriptors then the
@@ -143,6 +154,9 @@ public final class Toolchain {
         Path dir = cacheDir();
         Path so = dir.resolve(key + ".so");
         if (Files.isRegularFile(so)) return so;
+        long t0 = System.nanoTime();
+        notices.accept("kina: building native code with mlir-opt-19, mlir-translate-19 and clang-19 (a StoryLM train step takes "
+                + "30–70 s); the result is cached in " + dir + ", so the same program starts at once next time");
         try {
             Files.createDirectories(dir);
             Path work = Files.createTempDirectory(dir, "build-");
@@ -169,6 +183,7 @@ public final class Toolchain {
         } catch (IOException e) {
             throw new MlirError("native build in " + dir + ": " + e.getMessage());
         }
+        notices.accept(String.format(java.util.Locale.ROOT, "kina: native code built in %.1f s", (System.nanoTime() - t0) / 1e9));
         return so;
     }
 

@@ -32,7 +32,7 @@ public final class Batches {
     private final int seq;
     private final long seed;
 
-    /** Throws DataError when [from, to) is shorter than seq + 1 bytes; IllegalArgumentException for batch or seq < 1. */
+    /** Throws DataError when {@code [from, to)} is shorter than seq + 1 bytes; IllegalArgumentException for batch or seq {@code < 1}. */
     public Batches(String name, byte[] bytes, int from, int to, int batch, int seq, long seed) {
         this(name, range(bytes, from, to), null, "bytes", batch, seq, seed);
     }
@@ -68,7 +68,7 @@ public final class Batches {
     /**
      * Rows [lo, hi) of the batch for step {@code step} (a micro-batch: the rows are those of
      * {@link #at}, so it too depends only on (seed, step, lo, hi)). IllegalArgumentException unless
-     * 0 ≤ lo < hi ≤ batch.
+     * {@code 0 ≤ lo < hi ≤ batch}.
      */
     public Batch rows(long step, int lo, int hi) {
         if (lo < 0 || hi <= lo || hi > batch) throw new IllegalArgumentException("rows [" + lo + ", " + hi + ") outside a batch of " + batch);

@@ -93,6 +93,20 @@ public final class BpeTokenizer implements Tokenizer {
         return new BpeTokenizer(pieces, (float[]) read[1]);
     }
 
+    /**
+     * A BPE of these pieces and scores, as another file holds them (ids 0–2 take kina's special
+     * pieces, whatever the file calls them); {@code where} names the file in errors.
+     *
+     * @throws DataError unless ids 3…258 are the bytes {@code <0x00>}…{@code <0xFF>}
+     */
+    public static BpeTokenizer of(String where, byte[][] pieces, float[] scores) {
+        byte[][] p = pieces.clone();
+        for (int i = 0; i < Math.min(BYTE0, p.length); i++) p[i] = SPECIALS[i].clone();
+        String problem = layoutProblem(p);
+        if (problem != null) throw new DataError(where, "not a byte-level BPE kina can use: " + problem);
+        return new BpeTokenizer(p, scores.clone());
+    }
+
     /** {pieces, scores} of a tokenizer.bin with {@code vocab} ids; DataError when it is short or corrupt. */
     static Object[] readLlama2c(String where, byte[] file, int vocab) {
         ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);

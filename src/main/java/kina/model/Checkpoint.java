@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -87,8 +88,14 @@ public final class Checkpoint {
             return this;
         }
 
-        /** Throws CheckpointError unless the optimizer moments are exactly {@code expected}. */
+        /**
+         * Throws CheckpointError unless the optimizer moments are exactly {@code expected}; for a
+         * checkpoint of the weights alone (no optimizer.safetensors), one that says so.
+         */
         public Loaded requireMoments(Map<String, TensorType> expected) {
+            if (moments.isEmpty() && !expected.isEmpty() && !Files.exists(dir.resolve(OPTIMIZER_FILE), LinkOption.NOFOLLOW_LINKS))
+                throw new CheckpointError(dir.resolve(OPTIMIZER_FILE), "not found: this checkpoint holds the weights alone, which sample "
+                        + "and export read, but resuming its step " + state.step() + " needs the optimizer's moments too");
             requireTensors(dir.resolve(OPTIMIZER_FILE), moments, expected, state.config().name());
             return this;
         }
@@ -173,7 +180,10 @@ public final class Checkpoint {
             throw new CheckpointError(statePath, "format version " + v.intValue() + "; this kina reads version " + FORMAT_VERSION);
         State state = parseState(statePath, node);
         Map<String, Tensor> weights = readChecked(dir.resolve(MODEL_FILE), node, "model_sha256", cap);
-        Map<String, Tensor> moments = readChecked(dir.resolve(OPTIMIZER_FILE), node, "optimizer_sha256", cap);
+        // The weights alone (optimizer.safetensors left out, as when a model is shared) are enough to
+        // sample and export; only resuming at a step past 0 needs the moments (requireMoments says so).
+        Map<String, Tensor> moments = Files.exists(dir.resolve(OPTIMIZER_FILE), LinkOption.NOFOLLOW_LINKS)
+                ? readChecked(dir.resolve(OPTIMIZER_FILE), node, "optimizer_sha256", cap) : Map.of();
         return new Loaded(dir, state, weights, moments, tokenizer(dir, node, state.config().vocab(), cap));
     }
 

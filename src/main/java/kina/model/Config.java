@@ -22,7 +22,7 @@ import kina.io.TensorJson;
  * The sizes of a StoryLM decoder. {@code kvHeads} key/value heads are shared by groups of
  * {@code heads / kvHeads} query heads (GQA); each head has {@code dModel / heads} features, an even
  * number so that RoPE rotates pairs. {@code mlpHidden} is the SwiGLU hidden width, 0 for no MLP.
- * {@code toy} marks StoryLM-0 (the Section 10 model: no MLP, no norm).
+ * {@code toy} marks StoryLM-0 (the toy decoder of examples/storylm0_forward.kina: no MLP, no norm).
  *
  * <p>JSON keys (for {@link #load} and {@link #toJson}): name, vocab, d_model, heads, kv_heads
  * (default heads), seq, layers, mlp_hidden, rope_base (default 10000), eps (default 1e-5),

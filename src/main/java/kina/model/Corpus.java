@@ -22,8 +22,9 @@ import kina.io.FileCap;
  * embedded Brown corpus excerpt ({@link #EMBEDDED_RESOURCE}).
  *
  * <p>A file is refused (DataError, one line) when it is missing, empty, larger than
- * {@link #MAX_BYTES}, binary (a NUL byte, or more than 10% control characters other than tab, line
- * feed, carriage return and form feed), or not strict UTF-8. {@link #trainBatches} and
+ * {@link #MAX_BYTES}, UTF-16 or UTF-32 text (named, with how to convert it: {@link kina.ir.WideText}),
+ * binary (a NUL byte, or more than 10% control characters other than tab, line feed, carriage
+ * return and form feed), or not strict UTF-8. {@link #trainBatches} and
  * {@link #validBatches} refuse a text too short for the sequence length.
  */
 public final class Corpus {
@@ -109,6 +110,8 @@ public final class Corpus {
     }
 
     private static void checkText(String name, byte[] b) {
+        kina.ir.WideText.Encoding wide = kina.ir.WideText.of(b);
+        if (wide != null) throw new DataError(name, wide.advice(name));
         long control = 0;
         for (int i = 0; i < b.length; i++) {
             int c = b[i] & 0xff;

@@ -15,7 +15,7 @@ import kina.ir.TensorType;
 import kina.ir.Var;
 
 /**
- * An optimizer written as kina instructions appended after the recorded gradients (DESIGN §7):
+ * An optimizer written as kina instructions appended after the recorded gradients:
  * gradient-norm clipping, then SGD (optionally with momentum) or AdamW with bias correction and
  * decoupled weight decay. Hyperparameters are F32 literals; the step-dependent scalars are inputs
  * of the step: {@code lr} (this step's learning rate), {@code bc1 = 1/(1−β1^t)} and
@@ -44,7 +44,7 @@ public sealed interface Optimizer {
     }
 
     /**
-     * AdamW (Loshchilov & Hutter): m' = β1·m + (1−β1)·g, v' = β2·v + (1−β2)·g², p' = p − lr·(m'·bc1 /
+     * AdamW (Loshchilov and Hutter): m' = β1·m + (1−β1)·g, v' = β2·v + (1−β2)·g², p' = p − lr·(m'·bc1 /
      * (√(v'·bc2) + ε) + wd·p), with weight decay on matrices only (rank 2), not on norm gains.
      */
     record AdamW(double beta1, double beta2, double eps, double weightDecay, double clip) implements Optimizer {

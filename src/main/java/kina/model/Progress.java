@@ -18,10 +18,14 @@ import me.tongfei.progressbar.ProgressBarStyle;
  * <p>Tokens per second and the ETA are measured over a recent window (the last tenth of the
  * time since this Progress began, at most {@link #MAX_WINDOW_NANOS}), not from the start: the
  * first steps run while the JIT compiles the kernels, and an average over them put the early
- * ETA minutes off. Until two steps are measured, and while the speed is still rising (the
- * window's newer half more than a fifth faster than its older half), the ETA is not known yet and
- * shows as {@code -}. Both count only
- * this Progress's own steps, so a resumed run reports its own speed.
+ * ETA minutes off. Until two steps are measured, and while the speed is still rising at the start
+ * (the window's newer half more than a fifth faster than its older half), the ETA is not known yet
+ * and shows as {@code -}; once known it is always shown, since later a validation pass or a pause
+ * also makes the newer half look faster. Both count only this Progress's own steps, so a resumed
+ * run reports its own speed.
+ *
+ * <p>The validation loss is the latest measured; measured at an earlier step than the line's, it
+ * says which ({@code val 2.4012@100}).
  */
 public final class Progress implements AutoCloseable {
     public enum Mode {
@@ -50,8 +54,10 @@ public final class Progress implements AutoCloseable {
     public static final long MAX_WINDOW_NANOS = 30_000_000_000L;
     /** The fewest updates the window keeps (a slow run's window then still spans several steps). */
     static final int MIN_SAMPLES = 5;
-    private long lastStep;
+    private long lastStep, lastValStep;
     private double lastLoss = Double.NaN, lastVal = Double.NaN;
+    /** Whether an ETA has been shown: from then on one is always shown (see the class comment). */
+    private volatile boolean etaKnown;
     private boolean lastPrinted = true;
 
     /**
@@ -112,11 +118,14 @@ public final class Progress implements AutoCloseable {
             recent.removeFirst();
         }
         lastLoss = loss;
-        if (!Double.isNaN(valLoss)) lastVal = valLoss;
+        if (!Double.isNaN(valLoss)) {
+            lastVal = valLoss;
+            lastValStep = step;
+        }
         switch (mode) {
             case BAR -> {
                 bar.stepTo(step);
-                bar.setExtraMessage(metrics(loss, lastVal, tokensPerSecond()));
+                bar.setExtraMessage(metrics(loss, tokensPerSecond()));
             }
             case LINES -> {
                 lastPrinted = step % every == 0 || step == total;
@@ -134,23 +143,30 @@ public final class Progress implements AutoCloseable {
 
     /**
      * The estimated time to the last step at the recent window's speed; null until two steps are
-     * measured and while the speed is still rising (the JIT warming up).
+     * measured and while the speed is still rising at the start (the JIT warming up).
      */
     public Duration eta() {
         double perStep = nanosPerStep();
         if (perStep >= 0 && lastStep >= total) return Duration.ZERO;
-        if (perStep < 0 || recent.size() < 3 || rising()) return null;
+        if (perStep < 0 || recent.size() < 3) return null;
+        if (!etaKnown) {
+            if (rising() != Boolean.FALSE) return null;            // rising, or too few samples to tell
+            etaKnown = true;
+        }
         return Duration.ofNanos((long) (perStep * Math.max(0, total - lastStep)));
     }
 
-    /** Whether the window's newer half ran more than a fifth faster per step than its older half. */
-    private boolean rising() {
-        if (recent.size() < 3) return false;
+    /**
+     * Whether the window's newer half ran more than a fifth faster per step than its older half;
+     * null when no sample splits the window into two halves of at least a step each.
+     */
+    private Boolean rising() {
+        if (recent.size() < 3) return null;
         long[] a = recent.getFirst(), z = recent.getLast();
         long mid = a[0] + (z[0] - a[0]) / 2;
         long[] m = null;
         for (long[] s : recent) if (s[0] <= mid) m = s;                 // the last sample at or before the middle
-        if (m == null || m == a || m == z || m[1] == a[1] || z[1] == m[1]) return false;
+        if (m == null || m == a || m == z || m[1] == a[1] || z[1] == m[1]) return null;
         double older = (double) (m[0] - a[0]) / (m[1] - a[1]), newer = (double) (z[0] - m[0]) / (z[1] - m[1]);
         return newer < 0.8 * older;
     }
@@ -162,16 +178,19 @@ public final class Progress implements AutoCloseable {
         return steps > 0 ? (double) (b[0] - a[0]) / steps : -1;
     }
 
-    /** The plain line for the latest update: {@code step 120/1000  loss 2.3456  val 2.4012  1234 tok/s  eta 0:03:12}. */
+    /**
+     * The plain line for the latest update: {@code step 120/1000  loss 2.3456  val 2.4012@100  1234
+     * tok/s  eta 0:03:12} (the validation loss measured at step 100; at step 120 itself it has no {@code @}).
+     */
     public String line() {
         int w = Long.toString(total).length();
         return String.format(Locale.ROOT, "step %" + w + "d/%d  %s  eta %s", lastStep, total,
-                metrics(lastLoss, lastVal, tokensPerSecond()), clock(eta()));
+                metrics(lastLoss, tokensPerSecond()), clock(eta()));
     }
 
-    private static String metrics(double loss, double val, double tps) {
-        return String.format(Locale.ROOT, "loss %.4f  val %s  %.0f tok/s", loss,
-                Double.isNaN(val) ? "-" : String.format(Locale.ROOT, "%.4f", val), tps);
+    private String metrics(double loss, double tps) {
+        String val = Double.isNaN(lastVal) ? "-" : String.format(Locale.ROOT, lastValStep == lastStep ? "%.4f" : "%.4f@%d", lastVal, lastValStep);
+        return String.format(Locale.ROOT, "loss %.4f  val %s  %.0f tok/s", loss, val, tps);
     }
 
     private static String clock(Duration d) {

@@ -95,11 +95,13 @@ public final class Sampler {
      * Appends {@code n} tokens to {@code prompt} (at least one token); each new token is passed to
      * {@code emit} as it is drawn.
      *
-     * @param temperature > 0; 1 samples the model's distribution, lower is greedier
-     * @param topK        only the k most likely tokens are drawn (0: all)
+     * @param temperature ≥ 0; 1 samples the model's distribution, lower is greedier, and 0 is greedy:
+     *                    the most likely token every time (the first of equals), as {@code topK} 1 is
+     * @param topK        only the k most likely tokens are drawn (0: all; 1: greedy, whatever the temperature)
      */
     public int[] generate(int[] prompt, int n, double temperature, int topK, long seed, IntConsumer emit) {
-        if (!(temperature > 0)) throw new IllegalArgumentException("temperature must be > 0, got " + temperature);
+        if (!(temperature >= 0 && temperature < Double.POSITIVE_INFINITY))
+            throw new IllegalArgumentException("temperature must be finite and >= 0, got " + temperature);
         if (prompt.length == 0) throw new IllegalArgumentException("the prompt needs at least one token");
         SplittableRandom rng = new SplittableRandom(seed);
         int[] text = Arrays.copyOf(prompt, prompt.length + n);
@@ -168,9 +170,14 @@ public final class Sampler {
         return in;
     }
 
-    /** A token from softmax(row / temperature) over the top k. */
+    /** A token from softmax(row / temperature) over the top k; the most likely (the first of equals) for temperature 0 or k = 1. */
     private static int draw(double[] logits, double temperature, int topK, SplittableRandom rng) {
         int v = logits.length;
+        if (temperature == 0 || topK == 1) {
+            int best = 0;
+            for (int j = 1; j < v; j++) if (logits[j] > logits[best]) best = j;
+            return best;
+        }
         double[] p = new double[v];
         double max = Double.NEGATIVE_INFINITY;
         for (int j = 0; j < v; j++) {

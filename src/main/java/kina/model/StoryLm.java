@@ -19,7 +19,7 @@ import kina.ir.TensorType;
 import kina.ir.Var;
 
 /**
- * Writes a StoryLM decoder as a kina program (DESIGN §7): token embedding gather, per layer a
+ * Writes a StoryLM decoder as a kina program: token embedding gather, per layer a
  * pre-norm RMSNorm, causal attention with RoPE and a pre-norm SwiGLU MLP, each added to the
  * residual stream; a final RMSNorm, an untied lm_head, and the mean next-token NLL. The program
  * differentiates that loss with {@code handle … with reverseMode} and appends the optimizer's
@@ -234,10 +234,10 @@ public final class StoryLm {
     }
 
     /**
-     * StoryLM-0, the seeds' toy (DESIGN §9.1): the Section 14 decoder graph, one operator per let
+     * StoryLM-0, the toy decoder (vocab 8, width 4, 4 positions, 2 heads), one operator per let
      * (no norm, residual or MLP; heads split by reshape + transpose; an additive mask [1, 1, T, T]
      * and a scale [1, 1, 1, 1] reaching the scores through same-rank broadcasts), composed with the
-     * mean next-token NLL and an SGD step on every floating weight (Section 15). Inputs: token_ids,
+     * mean next-token NLL and an SGD step on every floating weight, in one program. Inputs: token_ids,
      * targets [1, T] (I64), the 8 weights, lr [1, 1]. Result: (new weights…, loss). The same program
      * as examples/storylm0_train_step.kina.
      */

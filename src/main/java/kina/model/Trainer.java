@@ -18,6 +18,7 @@ import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
 import kina.kernels.Parallel;
+import kina.plan.Plan;
 
 /**
  * The training loop of a StoryLM decoder: one kina program per step (forward, transform_ad's
@@ -96,13 +97,14 @@ public final class Trainer {
     /**
      * The outcome of a run: it trained from step {@code fromStep} (0, or the resumed checkpoint's
      * step) to step {@code steps}; {@code tokens} counts only the steps this run trained.
-     * {@code arenaBytes}: the compiled plans' arenas (the step's and validation's reused buffers),
-     * −1 with the interpreter; {@code peakRssBytes}: the process's peak resident set, −1 where the
-     * system does not tell it.
+     * {@code arenaBytes}: the train step's compiled arena (its reused buffers, as {@code kina bench}
+     * reports it), and {@code validationArenaBytes} the validation plan's, each −1 with the
+     * interpreter; {@code peakRssBytes}: the process's peak resident set, −1 where the system does
+     * not tell it.
      */
     public record Summary(Config config, long fromStep, long steps, long tokens, double trainLoss, double valLoss, double baseline,
                           Duration time, Path checkpoint, Path plot, List<double[]> trainCurve, List<double[]> valCurve,
-                          long arenaBytes, long peakRssBytes) {
+                          long arenaBytes, long validationArenaBytes, long peakRssBytes) {
         public String line() {
             // A resumed run says both ends, so the token count is plainly this run's share.
             String what = fromStep == 0
@@ -110,6 +112,7 @@ public final class Trainer {
                     : String.format(Locale.ROOT, "from step %d to step %d (%d step%s, %,d tokens)", fromStep, steps,
                             steps - fromStep, steps - fromStep == 1 ? "" : "s", tokens);
             String memory = (arenaBytes >= 0 ? String.format(Locale.ROOT, "; arena %s", MemoryGuard.mib(arenaBytes)) : "")
+                    + (validationArenaBytes >= 0 ? String.format(Locale.ROOT, " (validation %s)", MemoryGuard.mib(validationArenaBytes)) : "")
                     + (peakRssBytes > 0 ? String.format(Locale.ROOT, "; peak RSS %s", MemoryGuard.mib(peakRssBytes)) : "");
             return String.format(Locale.ROOT,
                     "trained %s %s in %s: train loss %.4f, validation loss %.4f nats/byte "
@@ -128,7 +131,7 @@ public final class Trainer {
         this.o = options;
         this.corpus = corpus;
         this.c = options.config();
-        if (c.toy()) throw new ConfigError(c.name(), "the toy config is the seeds' StoryLM-0 (vocab 8); train on text needs a byte-level config (tiny, small, medium, long, stories15m or --config FILE.json)");
+        if (c.toy()) throw new ConfigError(c.name(), "the toy config is StoryLM-0 (vocab 8, four tokens); train on text needs a byte-level config (tiny, small, medium, long, stories15m or --config FILE.json)");
         Tokenizer tok = options.tokenizer();
         if (c.vocab() != tok.vocab())
             throw new ConfigError(c.name(), "vocab must be " + tok.vocab() + " for the " + (tok instanceof ByteTokenizer ? "byte-level" : "BPE")
@@ -248,8 +251,9 @@ public final class Trainer {
             // lrAt depends on (s, steps): another total re-times the cosine decay from here on.
             Double was = ck.state().hyper().get("steps");
             if (was != null && was.doubleValue() != o.steps())
-                notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d stretches it "
-                        + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(), o.steps());
+                notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d %s it "
+                        + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(),
+                        was.doubleValue() < o.steps() ? "stretches" : "shortens", o.steps());
             // The micro-batch count decides the order of the gradient's additions (0: one program per step).
             double m = ck.state().hyper().getOrDefault("micro_batches", 0.0);
             if (m != o.microBatches())
@@ -265,9 +269,11 @@ public final class Trainer {
         // Weights and moments are carried by the step from run to run (in the plan's float buffers,
         // outside its arena); they come out as Tensors only to validate and to save.
         step.carry(carried(c, o.optimizer()));
-        long arena;
+        long arena, validationArena;
         try {
             arena = MemoryGuard.requireMemory(c, o.batch(), o.optimizer(), step, eval);   // before the plans allocate their arenas
+            validationArena = eval instanceof Runner.PlanRunner(Plan p) ? p.arenaBytes() : -1;
+            if (validationArena >= 0) arena -= validationArena;              // the step's own, as bench reports it
         } catch (RuntimeException e) {
             steps.close();
             throw e;
@@ -353,7 +359,7 @@ public final class Trainer {
         }
         long done = Math.max(0, o.steps() - start);
         return new Summary(c, start, o.steps(), done * tokensPerStep, lastLoss, lastVal, baseline,
-                Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve, arena, MemoryGuard.peakRssBytes());
+                Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve, arena, validationArena, MemoryGuard.peakRssBytes());
     }
 
     /** Creates {@code out} (and its parents) up front, so a bad --out fails before training, not at the first checkpoint. */

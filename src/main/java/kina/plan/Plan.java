@@ -15,9 +15,10 @@ import kina.ir.Let;
 import kina.ir.Program;
 import kina.ir.TensorType;
 import kina.kernels.Fusion;
+import kina.kernels.VectorApi;
 
 /**
- * The compiled plan of a checked, transformed program (DESIGN §6): one straight-line schedule of
+ * The compiled plan of a checked, transformed program: one straight-line schedule of
  * kernels over numbered slots, run over buffers from an arena allocated once per Plan and reused
  * by every run. Its outputs equal the interpreter's bit for bit. The stages, each in its file:
  * {@link Inline} (calls inlined, tuples resolved: one flat let-chain), {@link Rewrites} (the
@@ -47,6 +48,7 @@ public final class Plan {
     private Carry carry;                          // null: nothing carried (see carry)
 
     private Plan(Program checkedTransformed, Set<String> rules) {
+        VectorApi.require();                      // the kernels' one-line refusal, before any of them is loaded
         Inline.Flat flat = Inline.of(checkedTransformed);
         Rewrites.Result r = Rewrites.rewrite(flat.program(), rules);
         this.program = r.program();

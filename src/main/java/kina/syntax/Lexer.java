@@ -7,7 +7,7 @@ import kina.ir.Pos;
 import kina.ir.Syntax;
 
 /**
- * Splits kina source into tokens (DESIGN §2.1): identifiers {@code [A-Za-z_][A-Za-z0-9_]*},
+ * Splits kina source into tokens (docs/language.md, "Lexical structure"): identifiers {@code [A-Za-z_][A-Za-z0-9_]*},
  * keywords, numbers ({@code 12}, {@code 1.5}, {@code 1.0E-5}; the sign is a separate {@code -}),
  * IR-internal names {@code %name} (the marked form of instructions transform_ad makes), punctuation, and
  * {@code //} comments to the end of the line. Lines and columns are 1-based.

@@ -25,7 +25,7 @@ import kina.syntax.Lexer.Kind;
 import kina.syntax.Lexer.Token;
 
 /**
- * The kina parser (DESIGN §2.1), producing the let-chain IR in A-normal form: every nested
+ * The kina parser (the grammar: docs/language.md), producing the let-chain IR in A-normal form: every nested
  * sub-expression that is not a bare identifier is bound to a temporary {@code %N} (one counter per
  * program, post-order), placed just before the let that uses it, with {@code owner} the display
  * name of the enclosing user let ({@code "result"} for the program's result expression; a fn

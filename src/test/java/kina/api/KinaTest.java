@@ -73,6 +73,8 @@ class KinaTest {
         String readme = Files.readString(Path.of("README.md"));
         String indented = body.lines().map(l -> l.length() >= 8 ? l.substring(8) : l.strip()).reduce("", (a, l) -> a + l + "\n");
         assertThat(readme).contains(indented);
+        String imports = "import java.util.List;\nimport java.util.Map;\nimport kina.api.Kina;\nimport kina.eval.Tensor;\nimport kina.ir.DType;\n";
+        assertThat(readme).as("the README's snippet starts with its imports").contains("```java\n" + imports + "\n" + indented.lines().findFirst().orElseThrow());
     }
 
     @Test void secondOrderThroughTheApi() {

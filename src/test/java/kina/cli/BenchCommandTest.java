@@ -25,6 +25,20 @@ class BenchCommandTest {
         }
     }
 
+    /** train's summary reports the train step's arena as bench does (the validation plan's beside it), for the same config and batch. */
+    @Test void trainAndBenchReportTheSameArena(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        CliTest.Result b = CliTest.kina("bench", "--config", "tiny", "--steps", "1", "--batch", "2", "--threads", "1", "--warmup-seconds", "0");
+        CliTest.Result t = CliTest.kinaCapturingStdout("train", "--config", "tiny", "--steps", "1", "--batch", "2", "--threads", "1",
+                "--eval-batches", "1", "--no-progress", "--out", dir.resolve("run").toString());
+        assertThat(b.code()).as(b.err()).isZero();
+        assertThat(t.code()).as(t.err()).isZero();
+        java.util.regex.Matcher bench = java.util.regex.Pattern.compile(" arena_mb=([0-9.]+) ").matcher(b.out());
+        java.util.regex.Matcher train = java.util.regex.Pattern.compile("; arena ([0-9.]+) MiB \\(validation [0-9.]+ MiB\\)").matcher(t.out());
+        assertThat(bench.find()).as(b.out()).isTrue();
+        assertThat(train.find()).as(t.out()).isTrue();
+        assertThat(train.group(1)).isEqualTo(bench.group(1));
+    }
+
     @Test void timesTheDecodeStep() {
         CliTest.Result r = CliTest.kina("bench", "--decode", "--config", "tiny", "--steps", "3", "--threads", "1", "--warmup-seconds", "0");
         assertThat(r.code()).as(r.err()).isZero();

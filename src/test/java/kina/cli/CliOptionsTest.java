@@ -41,7 +41,7 @@ class CliOptionsTest {
         bad(CliTest.kina("sample", "--checkpoint", ck, "--top-k", "300"),
                 "error: --top-k 300: must be a whole number in 0..256 (the k most likely tokens of the checkpoint's 256; 0: all)");
         bad(CliTest.kina("sample", "--checkpoint", ck, "--tokens", "-1"), "error: --tokens -1: must be a whole number >= 0 (tokens to generate)");
-        bad(CliTest.kina("sample", "--checkpoint", ck, "--temperature", "0"), "error: --temperature 0: must be a finite number > 0 (the softmax temperature)");
+        bad(CliTest.kina("sample", "--checkpoint", ck, "--temperature", "-0.5"), "error: --temperature -0.5: must be a finite number >= 0 (the softmax temperature; 0: greedy)");
         bad(CliTest.kina("sample", "--checkpoint", ck, "--threads", "0"), "error: --threads 0: must be a whole number in 1..4096 (worker threads)");
     }
 

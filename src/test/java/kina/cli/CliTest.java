@@ -144,6 +144,25 @@ class CliTest {
         assertThat(text).startsWith("digraph kina {").contains("scatter_add").contains("fillcolor");
     }
 
+    /** A file into a folder that is not there: the error names the folder, not the temporary file the write would use. */
+    @Test void writingIntoAMissingFolderNamesTheFolder(@TempDir Path dir) throws Exception {
+        Path missing = dir.resolve("no-such-folder");
+        Path dot = missing.resolve("g.dot"), mlir = missing.resolve("g.mlir");
+        exactLine(kina("grad", "examples/ad_gather.kina", "--dot", dot.toString()),
+                "error: " + dot + ": cannot write: the folder " + missing + " does not exist (create it first)");
+        exactLine(kina("emit-mlir", "examples/ad_gather.kina", "-o", mlir.toString()),
+                "error: " + mlir + ": cannot write: the folder " + missing + " does not exist (create it first)");
+        Path file = Files.writeString(dir.resolve("a-file"), "x");
+        exactLine(kina("grad", "examples/ad_gather.kina", "--dot", file.resolve("g.dot").toString()),
+                "error: " + file.resolve("g.dot") + ": cannot write: " + file + " is not a directory");
+        assertThat(missing).doesNotExist();
+    }
+
+    private static void exactLine(Result r, String line) {
+        assertThat(r.code()).as(r.err()).isEqualTo(1);
+        assertThat(r.err()).isEqualTo(line + "\n");
+    }
+
     @Test void checkPrintsEveryLetsType() {
         Result r = kina("check", "examples/nll.kina");
         assertThat(r.code()).isZero();
@@ -169,6 +188,14 @@ class CliTest {
                 "examples/ad_gather.kina:6:3:", "let y: gather index out of bounds: indices[0, 2] = 8, not in [0, 8)");
 
         assertOneLine(kina("run", dir.resolve("missing.kina").toString()), "error:", "no such file");
+
+        Path wide = dir.resolve("wide.kina");       // saved as "Unicode" by a Windows editor
+        byte[] le = Files.readString(Path.of("examples/nll.kina")).getBytes(java.nio.charset.StandardCharsets.UTF_16LE);
+        byte[] bom = java.util.Arrays.copyOf(new byte[] {(byte) 0xFF, (byte) 0xFE}, 2 + le.length);
+        System.arraycopy(le, 0, bom, 2, le.length);
+        Files.write(wide, bom);
+        assertOneLine(kina("check", wide.toString()), "error: " + wide + ": UTF-16 text (little-endian, with a byte-order mark), not UTF-8: ",
+                "save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8 " + wide);
         assertOneLine(kina("run", "examples/nll.kina"), "error:", "inputs not given: targets : tensor<I64, [1, 4], @host>, logits");
         assertOneLine(kina("run", "examples/nll.kina", "--input", "nope=x.npy"), "error:", "no input or parameter named nope");
     }
@@ -214,6 +241,16 @@ class CliTest {
         Result afterBreak = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--prompt", "\n", "--tokens", "12", "--seed", "3");
         assertThat(empty.code()).as(empty.err()).isZero();
         assertThat("\n" + empty.out()).isEqualTo(afterBreak.out());
+    }
+
+    @Test void temperatureZeroSamplesGreedilyAsTopKOne(@TempDir Path dir) {
+        Path run = dir.resolve("run");
+        Result t = kinaCapturingStdout("train", "--steps", "2", "--batch", "1", "--eval-batches", "1", "--no-progress", "--out", run.toString());
+        assertThat(t.code()).as(t.err()).isZero();
+        Result greedy = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--tokens", "16", "--top-k", "1", "--seed", "5");
+        Result cold = kinaCapturingStdout("sample", "--checkpoint", run.toString(), "--tokens", "16", "--temperature", "0", "--seed", "6");
+        assertThat(cold.code()).as(cold.err()).isZero();
+        assertThat(cold.out()).isEqualTo(greedy.out()).startsWith("The ");
     }
 
     @Test void badCheckpointsAreOneLine(@TempDir Path dir) throws Exception {

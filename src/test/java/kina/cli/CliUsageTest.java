@@ -51,9 +51,17 @@ class CliUsageTest {
                 assertThat(r.out()).as(cmd).startsWith("Usage: kina " + cmd).contains("-h, --help");
                 assertThat(r.err()).isEmpty();
             }
+        Result help = kina("--help");
+        assertThat(help.code()).isZero();
+        assertThat(help.out()).startsWith("Usage: kina");
+    }
+
+    /** No command is a usage error: the usage, which lists the commands, on stderr, and exit 2. */
+    @Test void noCommandPrintsTheUsageAndExits2() {
         Result top = kina();
-        assertThat(top.code()).isZero();
-        assertThat(top.out()).startsWith("Usage: kina");
+        assertThat(top.code()).isEqualTo(2);
+        assertThat(top.out()).isEmpty();
+        assertThat(top.err()).startsWith("Usage: kina").contains("Commands:").contains("train").contains("sample");
     }
 
     @Test void truncatedJsonInputIsOneCleanLine(@TempDir Path dir) throws Exception {

@@ -196,6 +196,8 @@ class HostileFilesTest {
         String[] train = {"train", "--steps", "1", "--out", d + "/run", "--data"};
         add("corpus", "empty", cat(train, write("empty.txt", new byte[0]).toString()));
         add("corpus", "binary (NUL bytes)", cat(train, write("nul.txt", new byte[4096]).toString()));
+        add("corpus", "UTF-16 (\"Unicode\" from a Windows editor)", cat(train, write("utf16.txt", concat(new byte[] {(byte) 0xFF, (byte) 0xFE},
+                "The cat sat on the mat.\n".repeat(200).getBytes(StandardCharsets.UTF_16LE))).toString()));
         add("corpus", "not UTF-8", cat(train, write("latin.txt", concat("x".repeat(5000).getBytes(StandardCharsets.US_ASCII), new byte[] {(byte) 0xE9})).toString()));
         add("corpus", "too short for one sequence", cat(train, write("short.txt", "a few words").toString()));
         add("corpus", "over the size cap", cat(train, write("big.txt", "x".repeat(5000)).toString(), "--max-file-size", "1K"));

@@ -131,4 +131,57 @@ class TrainCommandTest {
         assertThat(r.err().strip()).isEqualTo("error: --out " + file + ": not a directory");
         assertThat(Files.readString(file)).isEqualTo("root:x:0:0\n");
     }
+
+    /** {@code kina train} in a child JVM whose working directory is {@code cwd} (where runs/ goes); {@link #SMALL} unless a --batch is given. */
+    static kina.ChildJvm.Result trainIn(Path cwd, String... args) throws Exception {
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(kina.ChildJvm.java(), "--add-modules", "jdk.incubator.vector",
+                "-cp", String.join(java.io.File.pathSeparator, kina.ChildJvm.classPath()), "kina.cli.Main", "train"));
+        cmd.addAll(java.util.List.of(args));
+        if (!cmd.contains("--batch")) cmd.addAll(java.util.List.of(SMALL));
+        return kina.ChildJvm.run(cmd, cwd, 180);
+    }
+
+    @Test void aNewRunWithoutOutGetsAFreshNumberedDirectoryAndLatestPointsToIt(@TempDir Path dir) throws Exception {
+        Path runs = dir.resolve("runs");
+        // runs/latest as a directory: a run written before runs were numbered
+        assertThat(trainIn(dir, "--steps", "3", "--out", "runs/latest").exit()).isZero();
+        kina.ChildJvm.Result second = trainIn(dir, "--steps", "2");
+        assertThat(second.exit()).as(second.describe()).isZero();
+        assertThat(second.out()).contains("kina train: runs/latest (a run from before runs were numbered) is now runs/run-0001\n",
+                "kina train: this run writes to runs/run-0002 (runs/latest points to it)\n", "checkpoint runs/run-0002/step-000002");
+        kina.ChildJvm.Result third = trainIn(dir, "--steps", "1");
+        assertThat(third.exit()).as(third.describe()).isZero();
+        assertThat(third.out()).contains("kina train: this run writes to runs/run-0003 (runs/latest points to it)\n");
+
+        assertThat(Files.readSymbolicLink(runs.resolve("latest"))).isEqualTo(Path.of("run-0003"));
+        assertThat(kina.model.Checkpoint.load(runs.resolve("latest")).state().step()).isEqualTo(1);
+        // each run holds its own checkpoints only
+        try (var l1 = Files.list(runs.resolve("run-0001")); var l2 = Files.list(runs.resolve("run-0002"))) {
+            assertThat(l1.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("step-"))).containsExactly("step-000003");
+            assertThat(l2.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("step-"))).containsExactly("step-000002");
+        }
+        // one refused before training leaves no empty run behind, and latest where it was
+        kina.ChildJvm.Result refused = trainIn(dir, "--steps", "1", "--config", "long", "--seq", "4096", "--batch", "64");
+        assertThat(refused.exit()).as(refused.describe()).isEqualTo(1);
+        assertThat(runs.resolve("run-0004")).doesNotExist();
+        assertThat(Files.readSymbolicLink(runs.resolve("latest"))).isEqualTo(Path.of("run-0003"));
+    }
+
+    @Test void anOutHoldingAnotherRunIsRefusedInOneLine(@TempDir Path dir) throws Exception {
+        Path r1 = dir.resolve("r1");
+        assertThat(train("--steps", "2", "--out", r1.toString()).code()).isZero();
+        assertThat(train("--steps", "3", "--resume", r1.toString(), "--out", r1.toString()).code()).isZero();   // continuing it there is fine
+        Result r = train("--steps", "5", "--out", r1.toString());
+        assertThat(r.code()).as(r.err()).isEqualTo(1);
+        assertThat(r.err().strip()).isEqualTo("error: --out " + r1 + ": holds the checkpoints of another run (step-000002 … step-000003); "
+                + "give a directory of its own to this run, or --resume " + r1 + " to continue that one");
+        Path r2 = dir.resolve("r2");
+        assertThat(train("--steps", "1", "--out", r2.toString()).code()).isZero();
+        Result other = train("--steps", "5", "--resume", r1.toString(), "--out", r2.toString());
+        assertThat(other.code()).isEqualTo(1);
+        assertThat(other.err().strip()).startsWith("error: --out " + r2 + ": holds the checkpoints of another run (step-000001); ");
+        try (var l = Files.list(r1)) {
+            assertThat(l.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("step-"))).containsExactlyInAnyOrder("step-000002", "step-000003");
+        }
+    }
 }

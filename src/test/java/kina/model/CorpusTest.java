@@ -70,6 +70,32 @@ class CorpusTest {
         assertThat(error(() -> Corpus.load(tmp))).isEqualTo(tmp + ": is a directory, not a text file");
     }
 
+    /** UTF-16 and UTF-32 text (as "Unicode" text is saved on Windows) is named as such, with how to convert it; not "binary". */
+    @Test void namesUtf16AndUtf32Text() throws IOException {
+        String text = "The cat sat on the mat.\nA second line, caf\u00e9.\n";
+        Path le = file("le.txt", concat(new byte[] {(byte) 0xFF, (byte) 0xFE}, text.getBytes(StandardCharsets.UTF_16LE)));
+        assertThat(error(() -> Corpus.load(le))).isEqualTo(le + ": UTF-16 text (little-endian, with a byte-order mark), not UTF-8: "
+                + "save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8 " + le + " > " + le + ".utf8");
+        Path be = file("be.txt", text.getBytes(StandardCharsets.UTF_16BE));
+        assertThat(error(() -> Corpus.load(be))).isEqualTo(be + ": UTF-16 text (big-endian), not UTF-8: "
+                + "save it as UTF-8, e.g. iconv -f UTF-16BE -t UTF-8 " + be + " > " + be + ".utf8");
+        Path bareLe = file("bare-le.txt", text.getBytes(StandardCharsets.UTF_16LE));
+        assertThat(error(() -> Corpus.load(bareLe))).startsWith(bareLe + ": UTF-16 text (little-endian), not UTF-8: ").endsWith("iconv -f UTF-16LE -t UTF-8 "
+                + bareLe + " > " + bareLe + ".utf8");
+        Path wide = file("utf32.txt", concat(new byte[] {(byte) 0xFF, (byte) 0xFE, 0, 0}, text.getBytes(java.nio.charset.Charset.forName("UTF-32LE"))));
+        assertThat(error(() -> Corpus.load(wide))).startsWith(wide + ": UTF-32 text (little-endian, with a byte-order mark), not UTF-8: ");
+        // UTF-8 text, and a binary file with NULs in no such pattern, are not taken for it
+        assertThat(Corpus.load(file("utf8.txt", text.repeat(3).getBytes(StandardCharsets.UTF_8))).bytes()).hasSize(3 * text.getBytes(StandardCharsets.UTF_8).length);
+        Path zeros = file("zeros.bin", new byte[] {'a', 0, 0, 'b', 'c', 0});
+        assertThat(error(() -> Corpus.load(zeros))).endsWith("binary file (NUL byte at offset 1)");
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
     @Test void refusesAFileOverTheLimitBeforeReadingIt() throws IOException {
         Path big = tmp.resolve("big.txt");
         try (RandomAccessFile f = new RandomAccessFile(big.toFile(), "rw")) {

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -26,6 +27,35 @@ class ProgressTest {
                 "step  100/1000  loss 2.9000  val -  51200 tok/s  eta 0:00:09",
                 "step  200/1000  loss 2.8000  val 2.9000  51200 tok/s  eta 0:00:08",
                 "step  250/1000  loss 2.7500  val 2.9000  51200 tok/s  eta 0:00:07");
+    }
+
+    /** A validation loss measured at an earlier step says which, instead of passing for the line's own. */
+    @Test void anEarlierValidationLossSaysItsStep() {
+        try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 300, 512, 50, out, clock::get)) {
+            for (int s = 1; s <= 300; s++) {
+                clock.addAndGet(10_000_000);
+                p.update(s, 2.0, s % 100 == 0 ? 2.0 + s / 1000.0 : Double.NaN);
+            }
+        }
+        assertThat(printed().lines().map(l -> l.replaceAll("  \\d+ tok/s.*", "")).toList()).containsExactly(
+                "step  50/300  loss 2.0000  val -",
+                "step 100/300  loss 2.0000  val 2.1000",
+                "step 150/300  loss 2.0000  val 2.1000@100",
+                "step 200/300  loss 2.0000  val 2.2000",
+                "step 250/300  loss 2.0000  val 2.2000@200",
+                "step 300/300  loss 2.0000  val 2.3000");
+    }
+
+    /**
+     * Once the ETA is known it stays shown: the slow steps that carry a validation pass make the
+     * window's newer half look faster, which is not the JIT warming up (they gave "eta -" at steps
+     * 440, 560, 640, … of this run).
+     */
+    @Test void theEtaOnceKnownStaysThroughValidationPasses() {
+        try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 2000, 100, 40, out, clock::get)) {
+            steps(p, 1, 2000, s -> 10_000_000L + (s % 100 == 0 ? 200_000_000L : 0));   // 10 ms a step, validation 200 ms
+        }
+        assertThat(printed().lines().filter(l -> l.endsWith("eta -")).toList()).as(printed()).isEmpty();
     }
 
     @Test void aResumedRunCountsOnlyItsOwnSteps() {
@@ -52,14 +82,20 @@ class ProgressTest {
         }
     }
 
-    /** While each window runs faster than the one before (the JIT at work), the ETA is not guessed. */
+    /**
+     * While each window runs faster than the one before (the JIT at work), the ETA is not guessed;
+     * once the speed has settled it is, and it stays.
+     */
     @Test void noEtaWhileTheSpeedIsStillRising() {
-        try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 1000, 100, 10, out, clock::get)) {
-            steps(p, 1, 30, s -> 400_000_000L / s);          // every step faster than the last
+        try (Progress p = new Progress(Progress.Mode.LINES, "train", 0, 1000, 100, 5, out, clock::get)) {
+            steps(p, 1, 20, s -> (long) (400_000_000L * Math.pow(0.85, s)));   // each step 15 % faster than the last
             assertThat(p.eta()).isNull();
-            assertThat(printed().lines().toList().getLast()).endsWith("eta -");
-            steps(p, 31, 300, _ -> 10_000_000L);             // settled at 10 ms a step
+            assertThat(printed().lines().toList()).hasSize(4).allMatch(l -> l.endsWith("eta -"));
+            steps(p, 21, 300, _ -> 10_000_000L);             // settled at 10 ms a step
             assertThat(p.eta().toSeconds()).isEqualTo(7);
+            List<String> lines = printed().lines().toList();
+            int first = lines.indexOf(lines.stream().filter(l -> !l.endsWith("eta -")).findFirst().orElseThrow());
+            assertThat(lines.subList(first, lines.size())).noneMatch(l -> l.endsWith("eta -"));
         }
     }
 

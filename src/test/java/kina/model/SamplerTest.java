@@ -46,6 +46,20 @@ class SamplerTest {
         assertThat(got).isEqualTo(text.subList(prompt.length, text.size()));
     }
 
+    /** Temperature 0 is greedy: whatever the seed and top-k, the tokens top-k 1 draws (the interpreter's argmax, above). */
+    @Test void temperatureZeroIsGreedyAsTopOne() {
+        Config c = Config.byName("tiny");
+        Map<String, Tensor> w = Init.weights(c, 7);
+        int[] prompt = {'T', 'h', 'e', ' '};
+        List<Integer> topOne = new ArrayList<>(), coldA = new ArrayList<>(), coldB = new ArrayList<>();
+        Sampler s = new Sampler(c, w);
+        s.generate(prompt, 30, 0.8, 1, 3, topOne::add);
+        s.generate(prompt, 30, 0.0, 40, 1, coldA::add);
+        s.generate(prompt, 30, 0.0, 0, 99, coldB::add);
+        assertThat(coldA).isEqualTo(topOne);
+        assertThat(coldB).isEqualTo(topOne);
+    }
+
     /** Every position's decode-step logits equal the window program's row for it, bit for bit (GQA included). */
     @ParameterizedTest
     @ValueSource(strings = {"tiny", "gqa"})

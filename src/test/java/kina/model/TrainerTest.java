@@ -95,7 +95,8 @@ class TrainerTest {
         assertThat(first.line()).startsWith("trained tiny for 5 steps (640 tokens) in ");
         // the memory the run held: the plans' arenas and the process's peak resident set
         assertThat(first.arenaBytes()).isPositive();
-        assertThat(first.line()).containsPattern("; arena [0-9.]+ MiB(; peak RSS [0-9.]+ [MG]iB)?$");
+        assertThat(first.line()).containsPattern("; arena [0-9.]+ MiB \\(validation [0-9.]+ MiB\\)(; peak RSS [0-9.]+ [MG]iB)?$");
+        assertThat(first.validationArenaBytes()).isPositive();
         Trainer.Summary s = new Trainer(options(8, dir, dir), corpus).run(QUIET, QUIET);
         assertThat(s.fromStep()).isEqualTo(5);
         assertThat(s.steps()).isEqualTo(8);
@@ -112,6 +113,10 @@ class TrainerTest {
         // The same total: no note (b's step-5 checkpoint belongs to an 8-step run).
         new Trainer(options(8, dir.resolve("b"), null), corpus).run(QUIET);
         assertThat(capture(err -> new Trainer(options(8, dir.resolve("b2"), dir.resolve("b/step-000005")), corpus).run(QUIET, err))).isEmpty();
+        // A smaller total shortens it.
+        assertThat(capture(err -> new Trainer(options(6, dir.resolve("b3"), dir.resolve("b/step-000005")), corpus).run(QUIET, err)))
+                .isEqualTo("note: the schedule was for 8 steps; continuing to 6 shortens it "
+                        + "(losses will differ from an uninterrupted 6-step run)" + System.lineSeparator());
         // A checkpoint of the stretched run records its new total.
         assertThat(Checkpoint.load(dir.resolve("a")).state().hyper()).containsEntry("steps", 7.0);
         // An older checkpoint that does not record the total: no note.
