@@ -151,14 +151,7 @@ public final class ReverseScan {
     private static Set<Var> dependsOn(Rhs.Fn fn, Set<Var> from) {
         Set<Var> dep = new HashSet<>(from);
         for (Let let : fn.body().lets()) {
-            List<Var> reads = switch (let.rhs()) {
-                case Instr i -> i.operands();
-                case Rhs.Call c -> c.args();
-                case Rhs.Handle h -> h.reads();
-                case Rhs.Tuple t -> t.elems();
-                case Rhs.Fn _ -> List.of();
-            };
-            if (reads.stream().anyMatch(dep::contains)) dep.addAll(let.binders());
+            if (let.reads().stream().anyMatch(dep::contains)) dep.addAll(let.binders());
         }
         return dep;
     }

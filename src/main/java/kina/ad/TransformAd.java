@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Set;
 import kina.check.Checker;
 import kina.ir.Block;
+import kina.ir.FnScope;
 import kina.ir.Let;
 import kina.ir.Program;
 import kina.ir.Rhs;

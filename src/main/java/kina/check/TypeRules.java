@@ -1,9 +1,13 @@
 package kina.check;
 
-import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 import kina.ir.DType;
+import kina.ir.Fusions;
 import kina.ir.Instr;
 import kina.ir.Let;
 import kina.ir.Payload;
@@ -229,64 +233,73 @@ public final class TypeRules {
         };
     }
 
-    // ---- the plan's fusions: each the rule of the composition it stands for ------------------
+    // ---- the plan's fusions: each the type of the composition it stands for ------------------
 
+    /**
+     * The types of a fusion's values: its own premises (those its expansion does not state), then
+     * the types of its expansion's results ({@link Instr.Fused#expand}), each let typed by its
+     * instruction's rule; a premise or rule that fails names the fusion.
+     */
     private static List<TensorType> fused(Instr.Fused ins, Function<Var, TensorType> typeOf) {
         String op = ins.op();
-        return switch (ins) {
-            case Instr.MatmulT(var a, var b, var ta, var tb) -> List.of(matmulT(op, typeOf.apply(a), typeOf.apply(b), ta, tb));
+        switch (ins) {
+            case Instr.MatmulT(var a, var b, var ta, var tb) -> {
+                transposable(op, typeOf.apply(a), ta);
+                transposable(op, typeOf.apply(b), tb);
+            }
             case Instr.MatmulShared(var a, var bs, var ta, var tb) -> {
                 if (bs.size() < 2) throw new Mismatch(op, "shares one left operand among 2 or more products, got " + bs.size());
-                List<TensorType> out = new ArrayList<>();
-                for (Var b : bs) out.add(matmulT(op, typeOf.apply(a), typeOf.apply(b), ta, tb));
-                yield out;
+                transposable(op, typeOf.apply(a), ta);
+                for (Var b : bs) transposable(op, typeOf.apply(b), tb);
             }
-            case Instr.SoftmaxGrad(var p, var dp, var rowSums) -> softmaxGrad(op, typeOf.apply(p), typeOf.apply(dp), rowSums);
-            case Instr.AttentionWithLse(var q, var k, var v, var sinks, var o) ->
-                    List.of(single(new Instr.Attention(q, k, v, sinks, o), typeOf), single(new Instr.AttentionLse(q, k, sinks, o), typeOf));
+            case Instr.SoftmaxGrad(var p, var dp, var rowSums) -> {
+                TensorType pt = typeOf.apply(p), dpt = typeOf.apply(dp);
+                if (!pt.equals(dpt)) throw new Mismatch(op, "p and dp must have one type: p " + pt + ", dp " + dpt);
+                floating(op, pt);
+                if (pt.rank() < 1) throw new Mismatch(op, "needs rank >= 1, got " + pt);
+            }
             case Instr.AttentionBackward(var q, var k, var v, var g, var lse, var d, var o, var dq, var dk, var dv) -> {
                 if (!dq && !dk && !dv) throw new Mismatch(op, "makes at least one of dq, dk, dv");
-                List<TensorType> all = attentionGrad(op, q, k, v, g, lse, d, o, typeOf), out = new ArrayList<>();
-                if (dq) out.add(all.get(0));
-                if (dk) out.add(all.get(1));
-                if (dv) out.add(all.get(2));
-                yield out;
             }
-            case Instr.SwigluSigmoid(var g, var u) -> {
-                TensorType t = elementwise(op, "swiglu", typeOf.apply(g), typeOf.apply(u));
-                yield List.of(t, t);
-            }
+            case Instr.AttentionWithLse _, Instr.SwigluSigmoid _ -> { }
             case Instr.Elementwise(var inputs, var body) -> elementwiseBody(op, inputs, body, typeOf);
-        };
+        }
+        Fusions.Expansion e = ins.expand(typeOf);
+        Map<Var, TensorType> env = new HashMap<>();
+        Function<Var, TensorType> type = v -> env.containsKey(v) ? env.get(v) : typeOf.apply(v);
+        for (Let l : e.lets()) {
+            try {
+                env.put(l.var(), single((Instr) l.rhs(), type));
+            } catch (Mismatch m) {
+                throw new Mismatch(op, m.getMessage());
+            }
+        }
+        List<TensorType> out = e.results().stream().map(type).toList();
+        if (ins instanceof Instr.Elementwise(var _, var body)) {
+            Type got = out.size() == 1 ? out.getFirst() : new Type.Tuple(List.copyOf(out));
+            if (!got.equals(body.result())) throw new Mismatch(op, "the body computes " + got + " but declares " + body.result());
+        }
+        return out;
     }
 
-    /** a @ b with a's (transA) or b's (transB) last two axes swapped first. */
-    private static TensorType matmulT(String op, TensorType a, TensorType b, boolean ta, boolean tb) {
-        TensorType at = ta ? transpose(op, a, Perm.lastTwo(a.rank())) : a, bt = tb ? transpose(op, b, Perm.lastTwo(b.rank())) : b;
-        return matmul(op, at, bt);
-    }
-
-    /** p and dp of one floating type, rank ≥ 1: ds like p[, d like p with the last dim 1]. */
-    private static List<TensorType> softmaxGrad(String op, TensorType p, TensorType dp, boolean rowSums) {
-        if (!p.equals(dp)) throw new Mismatch(op, "p and dp must have one type: p " + p + ", dp " + dp);
-        floating(op, p);
-        if (p.rank() < 1) throw new Mismatch(op, "needs rank >= 1, got " + p);
-        return rowSums ? List.of(p, p.withShape(p.shape().with(p.rank() - 1, 1))) : List.of(p);
+    /** A matmul operand whose last two axes are swapped first ({@code flag}) has rank ≥ 2. */
+    private static void transposable(String op, TensorType t, boolean flag) {
+        if (flag && t.rank() < 2) throw new Mismatch(op, "a transposed operand needs rank >= 2, got " + t);
     }
 
     /**
      * The body of an elementwise fusion: one parameter per input, of its type; lets of elementwise
-     * instructions (neg, sqrt, add, sub, mul, div, maximum), broadcasts and reshapes; the result
-     * one of its values or a tuple of them.
+     * instructions (neg, sqrt, add, sub, mul, div, maximum), broadcasts and reshapes that read only
+     * its parameters and its earlier lets; the result one of its values or a tuple of them.
      */
-    private static List<TensorType> elementwiseBody(String op, List<Var> inputs, Rhs.Fn body, Function<Var, TensorType> typeOf) {
+    private static void elementwiseBody(String op, List<Var> inputs, Rhs.Fn body, Function<Var, TensorType> typeOf) {
         if (inputs.size() != body.params().size())
             throw new Mismatch(op, inputs.size() + " inputs for a body of " + body.params().size() + " parameters");
-        java.util.Map<Var, TensorType> env = new java.util.HashMap<>();
+        Set<Var> own = new HashSet<>();
         for (int i = 0; i < inputs.size(); i++) {
             TensorType t = typeOf.apply(inputs.get(i)), want = body.params().get(i).type();
             if (!t.equals(want)) throw new Mismatch(op, "input " + inputs.get(i) + " is " + t + ", its parameter " + body.params().get(i).name() + " " + want);
-            env.put(body.params().get(i).name(), t);
+            own.add(body.params().get(i).name());
         }
         List<Var> result = List.of(body.body().result());
         for (Let l : body.body().lets()) {
@@ -303,22 +316,10 @@ public final class TypeRules {
                             case Rhs.Handle _ -> "a handle";
                             case Rhs.Tuple _ -> "a tuple";
                         });
-            env.put(l.var(), single(i, v -> {
-                TensorType t = env.get(v);
-                if (t == null) throw new Mismatch(op, "the body reads " + v + ", which is not its own");
-                return t;
-            }));
+            for (Var v : i.operands()) if (!own.contains(v)) throw new Mismatch(op, "the body reads " + v + ", which is not its own");
+            own.add(l.var());
         }
-        List<TensorType> out = new ArrayList<>();
-        for (Var v : result) {
-            TensorType t = env.get(v);
-            if (t == null) throw new Mismatch(op, "the body's result " + v + " is not one of its values");
-            out.add(t);
-        }
-        Type declared = body.result();
-        Type got = out.size() == 1 ? out.getFirst() : new Type.Tuple(List.copyOf(out));
-        if (!got.equals(declared)) throw new Mismatch(op, "the body computes " + got + " but declares " + declared);
-        return out;
+        for (Var v : result) if (!own.contains(v)) throw new Mismatch(op, "the body's result " + v + " is not one of its values");
     }
 
     // ---- constants --------------------------------------------------------------------------

@@ -42,7 +42,7 @@ final class Dot {
             boolean backward = forward != null && l.binders().stream().noneMatch(forward::contains);
             b.append("    \"").append(esc(id)).append("\" [label=\"").append(esc(pattern + " = " + label(l.rhs()))).append('"')
                     .append(backward ? ", style=filled, fillcolor=\"#cfe2ff\"" : "").append("];\n");
-            for (Var u : operands(l.rhs())) {
+            for (Var u : l.reads()) {
                 String from = node.getOrDefault(u, scope + "/" + u.name());
                 boolean element = !from.equals(scope + "/" + u.name());
                 b.append("    \"").append(esc(from)).append("\" -> \"").append(esc(id)).append('"')
@@ -60,16 +60,6 @@ final class Dot {
             if (!recorded) fwd.addAll(l.binders());
         }
         return fwd;
-    }
-
-    private static java.util.List<Var> operands(Rhs r) {
-        return switch (r) {
-            case Instr i -> i.operands();
-            case Rhs.Call c -> c.args();
-            case Rhs.Handle h -> h.reads();
-            case Rhs.Tuple t -> t.elems();
-            case Rhs.Fn _ -> java.util.List.of();
-        };
     }
 
     private static String label(Rhs r) {

@@ -3,7 +3,7 @@ package kina.eval;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import kina.ad.FnScope;
+import kina.ir.FnScope;
 import kina.ad.Inline;
 import kina.ad.Primals;
 import kina.ad.ReverseScan;

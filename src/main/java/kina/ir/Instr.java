@@ -1,6 +1,5 @@
 package kina.ir;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
@@ -14,11 +13,19 @@ import java.util.Optional;
  */
 public sealed interface Instr extends Rhs {
 
-    /** The operands, in the order VJP rules answer cotangents for them. */
-    List<Var> operands();
+    /**
+     * The operands, in the order VJP rules answer cotangents for them: the record's components of
+     * type Var, {@code Optional<Var>} (when present) and {@code List<Var>}, in component order
+     * ({@link Instrs#operands}).
+     */
+    default List<Var> operands() { return Instrs.operands(this); }
 
-    /** The surface name of the instruction, used in messages ({@code log_softmax}, {@code matmul}). */
-    String op();
+    /**
+     * The surface name of the instruction, used in messages and printed programs
+     * ({@code log_softmax}, {@code matmul}): the record's name in snake_case but for the few
+     * {@link Instrs#op} lists, or (attention's adjoints) its form's.
+     */
+    default String op() { return Instrs.op(getClass()); }
 
     // ---- families: a stage that treats a family alike writes one case for it -----------------
     /** No operands: an input supplied at run time, a literal payload, a fill. */
@@ -53,33 +60,28 @@ public sealed interface Instr extends Rhs {
 
     /**
      * The plan's fusions: IR-internal instructions that only the planner's rewrite table makes,
-     * after AD. Each stands for a composition of the instructions above, which its reference
-     * kernel computes in the same order (so its bits are the composition's); one with several
-     * results is bound by a destructuring let. The typed Ops vocabulary does not include them.
+     * after AD. Each stands for a composition of the instructions above, its {@link #expand
+     * expansion}, which is its meaning: its type is the expansion's, and its reference kernel runs
+     * the expansion in order (so its bits are the composition's). One with several results is
+     * bound by a destructuring let. The typed Ops vocabulary does not include them.
      */
     sealed interface Fused extends Instr {
         /** How many values it makes (its results, in the order its doc gives). */
         int results();
+
+        /** The let chain of unfused instructions it stands for ({@link Fusions#expand}). */
+        default Fusions.Expansion expand(java.util.function.Function<Var, TensorType> typeOf) { return Fusions.expand(this, typeOf); }
     }
 
     // ---- constants ------------------------------------------------------------------------
     /** {@code tensor<T, σ, @p>}: an input whose payload is supplied at run time, by the let's name. */
-    record Input(TensorType type) implements Constant {
-        public List<Var> operands() { return List.of(); }
-        public String op() { return "input"; }
-    }
+    record Input(TensorType type) implements Constant {}
 
     /** {@code tensor<T, σ, @p> payload { … }}: a literal, row-major. */
-    record Literal(TensorType type, Payload payload) implements Constant {
-        public List<Var> operands() { return List.of(); }
-        public String op() { return "literal"; }
-    }
+    record Literal(TensorType type, Payload payload) implements Constant {}
 
     /** {@code fill(T, v)} (printed {@code ones(T)} / {@code zeros(T)} for 1 and +0): every element v. */
     record Fill(TensorType type, double value) implements Constant {
-        public List<Var> operands() { return List.of(); }
-        public String op() { return "fill"; }
-
         @Override public boolean equals(Object o) {
             return o instanceof Fill f && f.type.equals(type)
                     && Double.doubleToRawLongBits(f.value) == Double.doubleToRawLongBits(value);
@@ -90,225 +92,123 @@ public sealed interface Instr extends Rhs {
 
     // ---- unary ----------------------------------------------------------------------------
     /** {@code -x}. */
-    record Neg(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "neg"; }
-    }
+    record Neg(Var x) implements Unary {}
 
     /** {@code x.exp()}. */
-    record Exp(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "exp"; }
-    }
+    record Exp(Var x) implements Unary {}
 
     /** {@code x.log()}. */
-    record Log(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "log"; }
-    }
+    record Log(Var x) implements Unary {}
 
     /** {@code x.sqrt()}: √x. */
-    record Sqrt(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "sqrt"; }
-    }
+    record Sqrt(Var x) implements Unary {}
 
     /** {@code x.rsqrt()}: 1/√x (the root rounded, then the reciprocal). */
-    record Rsqrt(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "rsqrt"; }
-    }
+    record Rsqrt(Var x) implements Unary {}
 
     /** {@code x.tanh()}. */
-    record Tanh(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "tanh"; }
-    }
+    record Tanh(Var x) implements Unary {}
 
     /** {@code x.sigmoid()}: 1/(1+e^{−x}). */
-    record Sigmoid(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "sigmoid"; }
-    }
+    record Sigmoid(Var x) implements Unary {}
 
     /** {@code x.reciprocal()}: 1/x. */
-    record Reciprocal(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "reciprocal"; }
-    }
+    record Reciprocal(Var x) implements Unary {}
 
     /** {@code x.silu()}: x·σ(x). */
-    record Silu(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "silu"; }
-    }
+    record Silu(Var x) implements Unary {}
 
     /** {@code x.gelu()}: tanh approximation ½x(1 + tanh(√(2/π)(x + 0.044715x³))). */
     record Gelu(Var x) implements Unary {
         /** √(2/π) and 0.044715, the constants of the tanh approximation. */
         public static final double GELU_C = 0.7978845608028654, GELU_K = 0.044715;
-
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "gelu"; }
     }
 
     /** {@code x.relu()}: max(x, 0); on I64 the integer ReLU (no gradient). */
-    record Relu(Var x) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "relu"; }
-    }
+    record Relu(Var x) implements Unary {}
 
     /** {@code x.softcap(cap=C)}: C·tanh(x/C), C &gt; 0. */
-    record Softcap(Var x, double cap) implements Unary {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "softcap"; }
-    }
+    record Softcap(Var x, double cap) implements Unary {}
 
     /** {@code x.argmax(axis=k)} → I64, the axis dropped; the first largest index (NaN counts as largest). */
-    record ArgMax(Var x, int axis) implements Discrete {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "argmax"; }
-    }
+    record ArgMax(Var x, int axis) implements Discrete {}
 
     /** {@code x.clamp(lo=a, hi=b)}: I64 saturation to [a, b] (integer arithmetic, no gradient). */
-    record Clamp(Var x, long lo, long hi) implements Discrete {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "clamp"; }
-    }
+    record Clamp(Var x, long lo, long hi) implements Discrete {}
 
     /** {@code x.requant(shift=s)}: I64 floored shift ⌊x / 2^s⌋ (integer arithmetic, no gradient). */
-    record Requant(Var x, int shift) implements Discrete {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "requant"; }
-    }
+    record Requant(Var x, int shift) implements Discrete {}
 
     // ---- binary (same shape; broadcasting is an explicit instruction) ----------------------
     /** {@code a + b}. */
-    record Add(Var a, Var b) implements Binary {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "add"; }
-    }
+    record Add(Var a, Var b) implements Binary {}
 
     /** {@code a - b}. */
-    record Sub(Var a, Var b) implements Binary {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "sub"; }
-    }
+    record Sub(Var a, Var b) implements Binary {}
 
     /** {@code a * b}, elementwise. */
-    record Mul(Var a, Var b) implements Binary {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "mul"; }
-    }
+    record Mul(Var a, Var b) implements Binary {}
 
     /** {@code a / b}, elementwise. */
-    record Div(Var a, Var b) implements Binary {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "div"; }
-    }
+    record Div(Var a, Var b) implements Binary {}
 
     /** {@code a.maximum(b)}, elementwise; the VJP gives ties to a. */
-    record Maximum(Var a, Var b) implements Binary {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "maximum"; }
-    }
+    record Maximum(Var a, Var b) implements Binary {}
 
     /** {@code a.greater(b)} → I1: a &gt; b elementwise (a mask; no cotangent). */
-    record Greater(Var a, Var b) implements Binary {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "greater"; }
-    }
+    record Greater(Var a, Var b) implements Binary {}
 
     /** {@code mask.select(a, b)}: a where mask (I1) is 1, else b. */
-    record Select(Var mask, Var a, Var b) implements Binary {
-        public List<Var> operands() { return List.of(mask, a, b); }
-        public String op() { return "select"; }
-    }
+    record Select(Var mask, Var a, Var b) implements Binary {}
 
     /** {@code gate.swiglu(up)}: silu(gate) ⊙ up, same shapes. */
-    record Swiglu(Var gate, Var up) implements Binary {
-        public List<Var> operands() { return List.of(gate, up); }
-        public String op() { return "swiglu"; }
-    }
+    record Swiglu(Var gate, Var up) implements Binary {}
 
     // ---- contraction ----------------------------------------------------------------------
     /** {@code a @ b}: σ++[M,K] @ σ++[K,N] → σ++[M,N], rank ≥ 2, no implicit broadcast. */
-    record Matmul(Var a, Var b) implements Contraction {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "matmul"; }
-    }
+    record Matmul(Var a, Var b) implements Contraction {}
 
     // ---- shape ----------------------------------------------------------------------------
     /** {@code x.reshape([…])}: volume-preserving, row-major order kept. */
-    record Reshape(Var x, Shape to) implements Layout {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "reshape"; }
-    }
+    record Reshape(Var x, Shape to) implements Layout {}
 
     /** {@code x.transpose([…])}: output axis i is input axis perm[i]. */
-    record Transpose(Var x, Perm perm) implements Layout {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "transpose"; }
-    }
+    record Transpose(Var x, Perm perm) implements Layout {}
 
     /**
      * {@code x.broadcast([…])} as NumPy broadcasts: x's dims align with the last dims of the target,
      * each 1 (expanded) or equal; the target's leading dims are new axes ([M, K] → [B, M, K]).
      */
-    record Broadcast(Var x, Shape to) implements Layout {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "broadcast"; }
-    }
+    record Broadcast(Var x, Shape to) implements Layout {}
 
     // ---- reduction ------------------------------------------------------------------------
     /** {@code x.sum(axis=k, keepdims=b)}: sum over one axis, in increasing index order. */
-    record Sum(Var x, int axis, boolean keepDims) implements Reduction {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "sum"; }
-    }
+    record Sum(Var x, int axis, boolean keepDims) implements Reduction {}
 
     // ---- fused row-wise -------------------------------------------------------------------
     /** {@code x.log_softmax(axis=k)}: x − max − log Σ exp(x − max). */
-    record LogSoftmax(Var x, int axis) implements RowWise {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "log_softmax"; }
-    }
+    record LogSoftmax(Var x, int axis) implements RowWise {}
 
     /** {@code x.softmax(axis=k)}: exp(x − max) / Σ exp(x − max). */
-    record Softmax(Var x, int axis) implements RowWise {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "softmax"; }
-    }
+    record Softmax(Var x, int axis) implements RowWise {}
 
     /**
      * {@code x.rmsnorm([w[, r]], eps=e)}: over the last axis (width D), u = x + r (when r is
      * given), y = u · rsqrt(mean_D(u²) + eps) · w (w [D], absent = 1).
      */
-    record RmsNorm(Var x, Optional<Var> weight, Optional<Var> residual, double eps) implements RowWise {
-        public List<Var> operands() { return present(List.of(x), weight, residual); }
-        public String op() { return "rmsnorm"; }
-    }
+    record RmsNorm(Var x, Optional<Var> weight, Optional<Var> residual, double eps) implements RowWise {}
 
     /** {@code x.layernorm([w[, b]], eps=e)}: over the last axis, (x − μ)·rsqrt(var + eps)·w + b. */
-    record LayerNorm(Var x, Optional<Var> weight, Optional<Var> bias, double eps) implements RowWise {
-        public List<Var> operands() { return present(List.of(x), weight, bias); }
-        public String op() { return "layernorm"; }
-    }
+    record LayerNorm(Var x, Optional<Var> weight, Optional<Var> bias, double eps) implements RowWise {}
 
     /** {@code x.l2norm(eps=e)}: over the last axis, x / √(Σ x² + eps). */
-    record L2Norm(Var x, double eps) implements RowWise {
-        public List<Var> operands() { return List.of(x); }
-        public String op() { return "l2norm"; }
-    }
+    record L2Norm(Var x, double eps) implements RowWise {}
 
     /**
      * {@code x.rope(cos, sin, heads=H, rotary=R, start=P)}: half-split rotation of the first R dims
      * of each head (R = 0 means the whole head width); row t uses table row P + t.
      */
-    record Rope(Var x, Var cos, Var sin, int heads, int rotary, int start) implements RowWise {
-        public List<Var> operands() { return List.of(x, cos, sin); }
-        public String op() { return "rope"; }
-    }
+    record Rope(Var x, Var cos, Var sin, int heads, int rotary, int start) implements RowWise {}
 
     /**
      * The static options of causal attention: scale NaN = 1/√hd; softcap, window, chunk 0 = none;
@@ -352,51 +252,33 @@ public sealed interface Instr extends Rhs {
      * The softmax is online (FlashAttention's): over the row's key blocks ({@link AttnOpts#KEY_BLOCK})
      * in order, a running maximum m, sum l and output are kept and rescaled by exp(m − m') when a
      * block raises the maximum to m', so no value is as long as a row of scores; its reference
-     * kernel (kina.eval.Kernels.attention) states the order.
+     * kernel (kina.eval.AttentionKernels.attention) states the order.
      */
-    record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Attend {
-        public List<Var> operands() { return present(List.of(q, k, v), sinks); }
-        public String op() { return "attention"; }
-    }
+    record Attention(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Attend {}
 
     // ---- indexing -------------------------------------------------------------------------
     /** {@code values.take_along_axis(indices, axis=k)}: indices drop the axis. */
-    record TakeAlongAxis(Var values, Var indices, int axis) implements Indexing {
-        public List<Var> operands() { return List.of(values, indices); }
-        public String op() { return "take_along_axis"; }
-    }
+    record TakeAlongAxis(Var values, Var indices, int axis) implements Indexing {}
 
     /**
      * {@code values.gather(indices)}: values [V,D], I64 indices σ → σ++[D]. The
      * surface {@code table.row(i)} (one row by an I64 [1] index, 0-based,
      * → [1, D]) parses to this instruction and prints as {@code gather}.
      */
-    record Gather(Var values, Var indices) implements Indexing {
-        public List<Var> operands() { return List.of(values, indices); }
-        public String op() { return "gather"; }
-    }
+    record Gather(Var values, Var indices) implements Indexing {}
 
     /**
      * {@code table.set_rows(ids, rows)}: table [V, D], I64 ids [n] (distinct), rows [n, D] → the
      * table with row ids[k] replaced by rows[k].
      */
-    record SetRows(Var table, Var ids, Var rows) implements Indexing {
-        public List<Var> operands() { return List.of(table, ids, rows); }
-        public String op() { return "set_rows"; }
-    }
+    record SetRows(Var table, Var ids, Var rows) implements Indexing {}
 
     // ---- IR-internal adjoints (no surface form) ---------------------------------------------
     /** ScatterAdd(updates σ++[D], indices I64 σ, dest [V,D]): duplicates add, in row-major order of the indices. */
-    record ScatterAdd(Var updates, Var indices, TensorType dest) implements Indexing {
-        public List<Var> operands() { return List.of(updates, indices); }
-        public String op() { return "scatter_add"; }
-    }
+    record ScatterAdd(Var updates, Var indices, TensorType dest) implements Indexing {}
 
     /** ScatterAlongAxis(axis, updates ρ, indices I64 ρ, dest σ, rank ≥ 1): a select, no accumulation. */
-    record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Indexing {
-        public List<Var> operands() { return List.of(updates, indices); }
-        public String op() { return "scatter_along_axis"; }
-    }
+    record ScatterAlongAxis(int axis, Var updates, Var indices, TensorType dest) implements Indexing {}
 
     /**
      * {@code %attention_lse(q, k[, sinks], …)}: the log-sum-exp of each row's attended scores and
@@ -405,10 +287,7 @@ public sealed interface Instr extends Rhs {
      * exp(s − m) over the key blocks; −∞ for a row that attends nothing and has no sink. The
      * attention backward's probabilities are exp(s − lse). The adjoint vocabulary of attention.
      */
-    record AttentionLse(Var q, Var k, Optional<Var> sinks, AttnOpts opts) implements Attend {
-        public List<Var> operands() { return present(List.of(q, k), sinks); }
-        public String op() { return "attention_lse"; }
-    }
+    record AttentionLse(Var q, Var k, Optional<Var> sinks, AttnOpts opts) implements Attend {}
 
     /**
      * {@code %attention_exp(q, k, lse, …)}: exp(s − lse) at each attended pair (row t, key j) of
@@ -416,10 +295,7 @@ public sealed interface Instr extends Rhs {
      * lse σ++[T, H]. With lse from {@link AttentionLse} these are the attention probabilities,
      * materialised: only the rules of second derivatives record it.
      */
-    record AttentionExp(Var q, Var k, Var lse, AttnOpts opts) implements Attend {
-        public List<Var> operands() { return List.of(q, k, lse); }
-        public String op() { return "attention_exp"; }
-    }
+    record AttentionExp(Var q, Var k, Var lse, AttnOpts opts) implements Attend {}
 
     /**
      * {@code %attention_dq / _dk / _dv(q, k, v, g, lse, d, …)}: attention's cotangents computed
@@ -441,8 +317,7 @@ public sealed interface Instr extends Rhs {
             public String op() { return op; }
         }
 
-        public List<Var> operands() { return List.of(q, k, v, g, lse, d); }
-        public String op() { return wrt.op(); }
+        @Override public String op() { return wrt.op(); }
     }
 
     /**
@@ -471,8 +346,7 @@ public sealed interface Instr extends Rhs {
             public String op() { return op; }
         }
 
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return form.op(); }
+        @Override public String op() { return form.op(); }
     }
 
     // ---- the plan's fusions ----------------------------------------------------------------
@@ -481,8 +355,6 @@ public sealed interface Instr extends Rhs {
      * axes swapped first, the composition {@code a.transpose(…) @ b} with the transpose not materialised.
      */
     record MatmulT(Var a, Var b, boolean transA, boolean transB) implements Fused {
-        public List<Var> operands() { return List.of(a, b); }
-        public String op() { return "matmul_t"; }
         public int results() { return 1; }
     }
 
@@ -493,12 +365,6 @@ public sealed interface Instr extends Rhs {
      */
     record MatmulShared(Var a, List<Var> bs, boolean transA, boolean transB) implements Fused {
         public MatmulShared { bs = List.copyOf(bs); }
-        public List<Var> operands() {
-            List<Var> l = new ArrayList<>(List.of(a));
-            l.addAll(bs);
-            return List.copyOf(l);
-        }
-        public String op() { return "matmul_shared"; }
         public int results() { return bs.size(); }
     }
 
@@ -508,8 +374,6 @@ public sealed interface Instr extends Rhs {
      * with row_sums also d. Results: ds[, d].
      */
     record SoftmaxGrad(Var p, Var dp, boolean rowSums) implements Fused {
-        public List<Var> operands() { return List.of(p, dp); }
-        public String op() { return "softmax_grad"; }
         public int results() { return rowSums ? 2 : 1; }
     }
 
@@ -518,8 +382,6 @@ public sealed interface Instr extends Rhs {
      * online softmax, attention_lse(q, k[, sinks]). Results: out, lse.
      */
     record AttentionWithLse(Var q, Var k, Var v, Optional<Var> sinks, AttnOpts opts) implements Fused {
-        public List<Var> operands() { return present(List.of(q, k, v), sinks); }
-        public String op() { return "attention_with_lse"; }
         public int results() { return 2; }
     }
 
@@ -530,15 +392,11 @@ public sealed interface Instr extends Rhs {
      */
     record AttentionBackward(Var q, Var k, Var v, Var g, Var lse, Var d, AttnOpts opts, boolean dq, boolean dk, boolean dv)
             implements Fused {
-        public List<Var> operands() { return List.of(q, k, v, g, lse, d); }
-        public String op() { return "attention_backward"; }
         public int results() { return (dq ? 1 : 0) + (dk ? 1 : 0) + (dv ? 1 : 0); }
     }
 
     /** {@code %swiglu_sigmoid(gate, up)}: (gate.swiglu(up), gate.sigmoid()), σ computed once. */
     record SwigluSigmoid(Var gate, Var up) implements Fused {
-        public List<Var> operands() { return List.of(gate, up); }
-        public String op() { return "swiglu_sigmoid"; }
         public int results() { return 2; }
     }
 
@@ -549,16 +407,6 @@ public sealed interface Instr extends Rhs {
      */
     record Elementwise(List<Var> inputs, Rhs.Fn body) implements Fused {
         public Elementwise { inputs = List.copyOf(inputs); }
-        public List<Var> operands() { return inputs; }
-        public String op() { return "elementwise"; }
         public int results() { return body.result() instanceof Type.Tuple t ? t.elems().size() : 1; }
-    }
-
-    /** The fixed operands, then the optional ones that are present, in order. */
-    @SafeVarargs
-    private static List<Var> present(List<Var> fixed, Optional<Var>... rest) {
-        List<Var> l = new ArrayList<>(fixed);
-        for (Optional<Var> o : rest) o.ifPresent(l::add);
-        return List.copyOf(l);
     }
 }

@@ -44,6 +44,51 @@ public final class Instrs {
         }
     };
 
+    /** The operands of {@code ins}: its Var, present {@code Optional<Var>} and {@code List<Var>} components, in order. */
+    public static List<Var> operands(Instr ins) {
+        Anatomy s = ANATOMY.get(ins.getClass());
+        List<Var> out = new ArrayList<>(s.get().length);
+        try {
+            for (int i = 0; i < s.get().length; i++) {
+                switch (s.kind()[i]) {
+                    case VAR -> out.add((Var) s.get()[i].invoke(ins));
+                    case OPT -> ((Optional<?>) s.get()[i].invoke(ins)).ifPresent(v -> out.add((Var) v));
+                    case LIST -> { for (Object v : (List<?>) s.get()[i].invoke(ins)) out.add((Var) v); }
+                    default -> { }
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable e) {
+            throw new IllegalStateException("the operands of " + ins.getClass().getSimpleName() + ": " + e, e);
+        }
+        return List.copyOf(out);
+    }
+
+    /**
+     * The surface name of instruction record {@code c}: its simple name in snake_case
+     * ({@code LogSoftmax} → {@code log_softmax}), but for the names written as one word
+     * ({@code argmax}, {@code rmsnorm}, {@code layernorm}, {@code l2norm}).
+     */
+    public static String op(Class<? extends Instr> c) { return OP.get(c); }
+
+    private static final java.util.Map<Class<?>, String> ONE_WORD = java.util.Map.of(
+            Instr.ArgMax.class, "argmax", Instr.RmsNorm.class, "rmsnorm", Instr.LayerNorm.class, "layernorm",
+            Instr.L2Norm.class, "l2norm");
+
+    private static final ClassValue<String> OP = new ClassValue<>() {
+        @Override protected String computeValue(Class<?> c) {
+            String one = ONE_WORD.get(c);
+            if (one != null) return one;
+            StringBuilder b = new StringBuilder();
+            for (char ch : c.getSimpleName().toCharArray()) {
+                if (Character.isUpperCase(ch) && !b.isEmpty()) b.append('_');
+                b.append(Character.toLowerCase(ch));
+            }
+            return b.toString();
+        }
+    };
+
     /** Every instruction record: the sealed hierarchy of {@link Instr} walked family by family. */
     public static List<Class<? extends Instr>> records() {
         List<Class<? extends Instr>> out = new ArrayList<>();

@@ -33,6 +33,9 @@ public record Let(List<Var> binders, boolean destructure, Rhs rhs, Pos pos, Stri
         return binders.getFirst();
     }
 
+    /** The values the let reads: {@link Rhs#reads()} of its right-hand side. */
+    public List<Var> reads() { return rhs.reads(); }
+
     /** The name used in error messages: the user let this belongs to. */
     public String displayName() {
         if (owner != null) return owner;

@@ -9,6 +9,26 @@ import java.util.List;
  */
 public sealed interface Rhs permits Instr, Rhs.Fn, Rhs.Call, Rhs.Handle, Rhs.Tuple {
 
+    /**
+     * The values this right-hand side reads: an instruction's operands, a call's arguments, a
+     * handle's arguments then (forwardMode) its tangents, a tuple's elements; none for a fn,
+     * whose body is closed (it reads only its parameters and its own lets).
+     */
+    default List<Var> reads() {
+        return switch (this) {
+            case Instr i -> i.operands();
+            case Call c -> c.args();
+            case Handle(var _, var args, Mode.ForwardMode(var tangents)) -> {
+                List<Var> all = new java.util.ArrayList<>(args);
+                all.addAll(tangents);
+                yield List.copyOf(all);
+            }
+            case Handle h -> h.args();
+            case Tuple t -> t.elems();
+            case Fn _ -> List.of();
+        };
+    }
+
     /** A typed parameter of a fn. */
     record Param(Var name, TensorType type, Pos pos) {}
 
@@ -39,14 +59,6 @@ public sealed interface Rhs permits Instr, Rhs.Fn, Rhs.Call, Rhs.Handle, Rhs.Tup
 
         /** {@code handle f(args) with reverseMode}. */
         public Handle(Var fn, List<Var> args) { this(fn, args, new Mode.ReverseMode()); }
-
-        /** The values it reads: the arguments, then the tangents of a forwardMode handle. */
-        public List<Var> reads() {
-            if (!(mode instanceof Mode.ForwardMode(List<Var> tangents))) return args;
-            List<Var> all = new java.util.ArrayList<>(args);
-            all.addAll(tangents);
-            return List.copyOf(all);
-        }
     }
 
     /** The handler of a {@link Handle}: which derivative it answers. */

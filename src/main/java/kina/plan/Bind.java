@@ -3,6 +3,7 @@ package kina.plan;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import kina.eval.AttentionKernels;
 import kina.eval.Eager;
 import kina.eval.Kernels;
 import kina.eval.Tensor;
@@ -249,7 +250,7 @@ final class Bind {
                 int q = dq ? s.outs()[at++] : -1, k = dk ? s.outs()[at++] : -1, v = dv ? s.outs()[at] : -1;
                 yield backward(a, o, q, k, v);
             }
-            case SwigluSigmoid _ -> buf -> {
+            case SwigluSigmoid _ -> !f32(a[0]) ? null : buf -> {
                 float[] g = f(buf, a[0]), u = f(buf, a[1]), z = f(buf, out), sg = f(buf, s.outs()[1]);
                 return () -> PlanKernels.range(n, 1, (from, to) -> PlanKernels.swigluSigmoidRange(g, u, z, sg, from, to));
             };
@@ -344,7 +345,7 @@ final class Bind {
         Shape qs = type(q).shape(), ks = type(k).shape();
         int r = qs.rank(), rows = (int) qs.dim(r - 2), l = (int) ks.dim(r - 2), hd = (int) (qs.dim(r - 1) / o.heads());
         return new PlanKernels.Attn(prod(qs, 0, r - 2), rows, l, hd, o.heads(), o.kvHeads(), o.start(), o.window(), o.chunk(),
-                (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
+                (float) AttentionKernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
     }
 
     /** The geometry of a PK / PQ product: s σ++[H, rows, l], x with {@code xHeads} heads of hd in its last axis. */
@@ -352,7 +353,7 @@ final class Bind {
         Shape ss = type(s).shape(), xs = type(x).shape();
         int r = xs.rank(), rows = (int) ss.dim(r - 1), l = (int) ss.dim(r), hd = (int) (xs.dim(r - 1) / xHeads);
         return new PlanKernels.Attn(prod(xs, 0, r - 2), rows, l, hd, o.heads(), o.kvHeads(), o.start(), o.window(), o.chunk(),
-                (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
+                (float) AttentionKernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
     }
 
     private static int prod(Shape s, int from, int to) {

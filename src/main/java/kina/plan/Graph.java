@@ -42,7 +42,7 @@ final class Graph {
                 if (k < ts.size()) types.put(b, ts.get(k));
                 root.put(b, l.rhs() instanceof Instr.Reshape(Var x, var _) ? rootOf(x) : b);
             }
-            for (Var a : reads(l)) {
+            for (Var a : l.reads()) {
                 readers.computeIfAbsent(a, _ -> new ArrayList<>()).add(i);
                 storageReaders.computeIfAbsent(rootOf(a), _ -> new ArrayList<>()).add(i);
             }
@@ -51,15 +51,6 @@ final class Graph {
         this.outputs = last != null && last.rhs() instanceof Rhs.Tuple(List<Var> elems) ? elems : List.of(result);
         for (Var o : outputs) pinned.add(rootOf(o));
         for (Let l : this.lets) if (l.rhs() instanceof Instr.Reshape) pinned.add(rootOf(l.var()));
-    }
-
-    /** The values a let reads: an instruction's operands, a tuple's elements. */
-    static List<Var> reads(Let l) {
-        return switch (l.rhs()) {
-            case Instr i -> i.operands();
-            case Rhs.Tuple t -> t.elems();
-            case Rhs.Fn _, Rhs.Call _, Rhs.Handle _ -> throw new IllegalStateException("a flat program holds no " + l.rhs());
-        };
     }
 
     private static List<TensorType> tensorTypes(Let l) {

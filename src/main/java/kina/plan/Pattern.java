@@ -3,54 +3,56 @@ package kina.plan;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BiPredicate;
+import java.util.Set;
+import kina.ir.Fusions;
 import kina.ir.Instr;
 import kina.ir.Var;
 
 /**
  * A pattern over the flat program's dataflow, matched at a value (tinygrad's PatternMatcher in
- * miniature): {@code any("p")} matches any value and names it (a second {@code any("p")} must
- * then be the same value); {@code op(Mul.class, a, b)} matches a value an instruction of that
- * class defines, its operands matching a and b; {@link #commutes} tries both operand orders,
- * {@link #once} requires the value to have exactly one reader and no view nor result holding it
- * (so a rewrite may fold it away), {@link #where} adds a condition, {@link #as} names the value.
+ * miniature), read off a fusion's expansion ({@link #of}): {@code any("p")} matches any value and
+ * names it (a second {@code any("p")} must then be the same value); {@code op(Mul.class, a, b)}
+ * matches a value an instruction of that class defines, its operands matching a and b;
+ * {@link #commutes} tries both operand orders, {@link #as} names the value.
  */
 final class Pattern {
     private final Class<? extends Instr> op;              // null: any value
     private final List<Pattern> operands;
-    private final BiPredicate<Graph, Var> where;
-    private final boolean commutes, once;
+    private final boolean commutes;
     private final String name;
 
-    private Pattern(Class<? extends Instr> op, List<Pattern> operands, BiPredicate<Graph, Var> where, boolean commutes,
-                    boolean once, String name) {
+    private Pattern(Class<? extends Instr> op, List<Pattern> operands, boolean commutes, String name) {
         this.op = op;
         this.operands = operands;
-        this.where = where;
         this.commutes = commutes;
-        this.once = once;
         this.name = name;
     }
 
-    /** Any value, named. */
-    static Pattern any(String name) { return new Pattern(null, List.of(), (g, v) -> true, false, false, name); }
-
-    /** A value defined by an instruction of class {@code k} whose operands match, in order. */
-    static Pattern op(Class<? extends Instr> k, Pattern... operands) {
-        return new Pattern(k, List.of(operands), (g, v) -> true, false, false, null);
+    /**
+     * The pattern of expansion {@code e} at its value {@code at}: an operand of the fusion (one of
+     * {@code operands}) is {@link #any} named by it; a value of the expansion is {@link #op} of its
+     * instruction's class over its operands' patterns, named by it. A mul or add commutes (its bits
+     * do not depend on the order of its operands). Attributes are not matched: the rule compares
+     * them with the expansion over the matched operands.
+     */
+    static Pattern of(Fusions.Expansion e, Set<Var> operands, Var at) {
+        if (operands.contains(at)) return any(at.name());
+        Instr ins = e.lets().stream().filter(l -> l.binders().contains(at)).map(l -> (Instr) l.rhs()).findFirst().orElseThrow();
+        Pattern p = op(ins.getClass(), ins.operands().stream().map(v -> of(e, operands, v)).toArray(Pattern[]::new)).as(at.name());
+        return ins instanceof Instr.Mul || ins instanceof Instr.Add ? p.commutes() : p;
     }
 
-    /** This pattern, also requiring {@code cond} of the graph and the matched value. */
-    Pattern where(BiPredicate<Graph, Var> cond) { return new Pattern(op, operands, where.and(cond), commutes, once, name); }
+    /** Any value, named. */
+    static Pattern any(String name) { return new Pattern(null, List.of(), false, name); }
+
+    /** A value defined by an instruction of class {@code k} whose operands match, in order. */
+    static Pattern op(Class<? extends Instr> k, Pattern... operands) { return new Pattern(k, List.of(operands), false, null); }
 
     /** This pattern with its two operands in either order. */
-    Pattern commutes() { return new Pattern(op, operands, where, true, once, name); }
-
-    /** This pattern, read by exactly one operand of one let and not pinned. */
-    Pattern once() { return new Pattern(op, operands, where, commutes, true, name); }
+    Pattern commutes() { return new Pattern(op, operands, true, name); }
 
     /** This pattern, naming the matched value. */
-    Pattern as(String n) { return new Pattern(op, operands, where, commutes, once, n); }
+    Pattern as(String n) { return new Pattern(op, operands, commutes, n); }
 
     /** The values the pattern names when it matches at {@code v}, or null. */
     Map<String, Var> match(Graph g, Var v) {
@@ -64,15 +66,12 @@ final class Pattern {
             if (had != null && !had.equals(v)) return false;
             m.put(name, v);
         }
-        if (once && !g.once(v)) return false;
-        if (op != null) {
-            Instr ins = g.defining(v);
-            if (ins == null || !op.isInstance(ins)) return false;
-            List<Var> xs = ins.operands();
-            if (xs.size() != operands.size()) return false;
-            if (!matchAll(g, xs, m, false) && !(commutes && xs.size() == 2 && matchAll(g, xs, m, true))) return false;
-        }
-        return where.test(g, v);
+        if (op == null) return true;
+        Instr ins = g.defining(v);
+        if (ins == null || !op.isInstance(ins)) return false;
+        List<Var> xs = ins.operands();
+        if (xs.size() != operands.size()) return false;
+        return matchAll(g, xs, m, false) || commutes && xs.size() == 2 && matchAll(g, xs, m, true);
     }
 
     /** The operands against the sub-patterns (swapped: the two in reverse), undoing the bindings of a failed try. */

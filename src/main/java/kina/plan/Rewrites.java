@@ -1,22 +1,24 @@
 package kina.plan;
 
-import static kina.plan.Pattern.any;
-import static kina.plan.Pattern.op;
-
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiPredicate;
 import java.util.function.Function;
 import kina.ir.Block;
 import kina.ir.DType;
+import kina.ir.Fusions;
 import kina.ir.Instr;
 import kina.ir.Instr.*;
+import kina.ir.Instrs;
 import kina.ir.Let;
-import kina.ir.Perm;
+import kina.ir.Placement;
 import kina.ir.Program;
+import kina.ir.Shape;
 import kina.ir.TensorType;
 import kina.ir.Type;
 import kina.ir.Var;
@@ -30,6 +32,15 @@ import kina.ir.Var;
  * runs it to the same bits as the original. A fused let takes the place where its kernel runs
  * (the schedule is the program's order) and binds the very Vars of the values it makes, so no
  * reader changes.
+ *
+ * <p>Two kinds of rule. Where a fusion is a shape of lets, its rule is a pattern read off the
+ * fusion's expansion ({@link Fusions#expand}, the one place its meaning is written; see
+ * {@link #fromExpansion}): {@code matmul_t} and {@code softmax_grad}. Where a fusion merges
+ * instructions that share operands but do not read each other, like common-subexpression
+ * elimination, its rule is a short pass that groups them: {@code attention_with_lse},
+ * {@code attention_backward}, {@code swiglu_sigmoid}, {@code matmul_shared}. {@code dead} is
+ * liveness, and {@code elementwise} ({@link FuseElementwise}) partitions chains of elementwise
+ * lets into passes over the elements.
  */
 final class Rewrites {
     private Rewrites() {}
@@ -80,7 +91,7 @@ final class Rewrites {
     private static void defineBeforeUse(List<Let> lets, String rule) {
         Set<Var> bound = new java.util.HashSet<>();
         for (Let l : lets) {
-            for (Var a : Graph.reads(l))
+            for (Var a : l.reads())
                 if (!bound.contains(a)) throw new IllegalStateException("rewrite " + rule + ": let " + l.binders() + " reads " + a + " before it is bound");
             bound.addAll(l.binders());
         }
@@ -109,9 +120,69 @@ final class Rewrites {
             boolean keep = ins == null || ins instanceof Input || ins instanceof Indexing
                     || l.binders().stream().anyMatch(b -> needed.contains(g.rootOf(b)));
             if (!keep) { e.remove(i); continue; }
-            for (Var a : Graph.reads(l)) needed.add(g.rootOf(a));
+            for (Var a : l.reads()) needed.add(g.rootOf(a));
         }
         return e;
+    }
+
+    // ---- rules read off a fusion's expansion --------------------------------------------------
+
+    /** The operands' types an expansion is read off for its pattern: its shape of lets does not depend on them. */
+    private static final TensorType SAMPLE = new TensorType(DType.F32, Shape.of(1, 1), Placement.HOST);
+
+    /**
+     * The rule that makes fusions of {@code variants}' form from their expansions: at each value
+     * (in schedule order), each variant's expansion in turn, as a {@link Pattern#of pattern}
+     * rooted at its first result; the first that matches, whose instructions' attributes are
+     * those of the fusion's expansion over the matched operands, whose values other than results
+     * pass {@code inner} and whose fusion passes {@code when}, becomes the fusion. It takes the
+     * place of its first result's let or ({@code early}) of the first matched let after which its
+     * operands are bound, and binds the very Vars of its results; the other matched lets drop out.
+     * A match that takes a value another match makes or fuses is skipped; values other than
+     * results may be shared (each match drops them).
+     */
+    private static Graph.Edit fromExpansion(Graph g, List<Fused> variants, BiPredicate<Graph, Var> inner, BiPredicate<Graph, Fused> when,
+                                            boolean early) {
+        Graph.Edit e = new Graph.Edit(g);
+        List<Fusions.Expansion> shapes = variants.stream().map(v -> v.expand(x -> SAMPLE)).toList();
+        List<Pattern> patterns = new ArrayList<>();
+        for (int k = 0; k < variants.size(); k++)
+            patterns.add(Pattern.of(shapes.get(k), Set.copyOf(variants.get(k).operands()), shapes.get(k).results().getFirst()));
+        Set<Integer> taken = new HashSet<>();                          // lets a match replaced, or whose result it binds
+        for (int i = 0; i < g.size(); i++) {
+            if (g.instr(i) == null || g.let(i).destructure()) continue;
+            for (int k = 0; k < variants.size(); k++) {
+                Map<String, Var> m = patterns.get(k).match(g, g.let(i).var());
+                Fused f = m == null ? null : (Fused) Instrs.mapOperands(variants.get(k), v -> m.get(v.name()));
+                if (f == null || !when.test(g, f)) continue;
+                Fusions.Expansion shape = shapes.get(k), real = f.expand(g::type);
+                List<Var> results = shape.results().stream().map(v -> m.get(v.name())).toList();
+                List<Integer> at = new ArrayList<>();
+                boolean ok = true;
+                for (int j = 0; j < shape.lets().size() && ok; j++) {
+                    Var v = m.get(shape.lets().get(j).var().name());
+                    int d = g.def(v);
+                    at.add(d);
+                    ok = sameAttributes(g.instr(d), (Instr) real.lets().get(j).rhs())
+                            && (results.contains(v) ? !taken.contains(d) && !e.dropped(d) : inner.test(g, v) && !taken.contains(d));
+                }
+                int bound = f.operands().stream().mapToInt(g::def).max().orElse(-1);
+                int place = early ? at.stream().filter(d -> d > bound).mapToInt(Integer::intValue).min().orElse(-1) : i;
+                if (!ok || place < 0 || results.stream().anyMatch(r -> g.def(r) < place)) continue;
+                for (int d : at) if (d != place) e.drop(d);
+                e.replace(place, bind(results, f, results.stream().map(g::type).toList()));
+                taken.add(place);
+                for (Var r : results) taken.add(g.def(r));
+                break;
+            }
+        }
+        return e;
+    }
+
+    /** Whether two instructions are of one class with the same attributes (their operands aside). */
+    private static boolean sameAttributes(Instr a, Instr b) {
+        Var x = new Var("x");
+        return Instrs.mapOperands(a, v -> x).equals(Instrs.mapOperands(b, v -> x));
     }
 
     // ---- matmul_t ---------------------------------------------------------------------------
@@ -119,67 +190,27 @@ final class Rewrites {
     /**
      * A floating {@code transpose} that swaps the last two axes, is no result, has no view and is
      * read only as a matmul operand folds into each matmul reading it: {@code %matmul_t} with that
-     * operand's flag set (a matmul reading no folded transpose stays a matmul).
+     * operand's flag set, at the matmul's place (a matmul reading no folded transpose stays a matmul).
      */
     static Graph.Edit transposedOperands(Graph g) {
-        Graph.Edit e = new Graph.Edit(g);
-        Map<Var, Var> folded = new HashMap<>();                      // a folded transpose → its source
-        for (int i = 0; i < g.size(); i++)
-            if (g.instr(i) instanceof Transpose(Var x, Perm perm) && perm.rank() >= 2 && perm.equals(Perm.lastTwo(perm.rank()))) {
-                Var t = g.let(i).var();
-                if (!g.type(t).dtype().floating() || g.pinned(t)) continue;
-                if (g.readers(t).stream().allMatch(r -> g.instr(r) instanceof Matmul)) {
-                    folded.put(t, x);
-                    e.drop(i);
-                }
-            }
-        for (int i = 0; i < g.size(); i++)
-            if (g.instr(i) instanceof Matmul(Var a, Var b) && (folded.containsKey(a) || folded.containsKey(b))) {
-                Let l = g.let(i);
-                e.replace(i, Let.typed(l.var(), new MatmulT(folded.getOrDefault(a, a), folded.getOrDefault(b, b),
-                        folded.containsKey(a), folded.containsKey(b)), l.type()));
-            }
-        return e;
+        Var a = new Var("a"), b = new Var("b");
+        return fromExpansion(g, List.of(new MatmulT(a, b, true, true), new MatmulT(a, b, true, false), new MatmulT(a, b, false, true)),
+                (h, t) -> h.type(t).dtype().floating() && !h.pinned(t) && h.readers(t).stream().allMatch(r -> h.instr(r) instanceof Matmul),
+                (h, f) -> true, false);
     }
 
     // ---- softmax_grad -----------------------------------------------------------------------
 
-    /** ds = p * (dp - (p * dp).sum(axis=last, keepdims=true).broadcast(…)), the softmax VJP's lets, over F32. */
-    private static final Pattern SOFTMAX_GRAD = op(Mul.class, any("p"),
-            op(Sub.class, any("dp"),
-                    op(Broadcast.class,
-                            op(Sum.class, op(Mul.class, any("p"), any("dp")).commutes().once().as("m")
-                                    .where((g, m) -> f32(g, m) && g.type(m).rank() > 0))
-                                    .where((g, d) -> g.defining(d) instanceof Sum(Var m, int axis, boolean keep)
-                                            && keep && axis == g.type(m).rank() - 1)
-                                    .as("d"))
-                            .once().as("b"))
-                    .once().as("s"))
-            .commutes();
-
     /**
-     * The backward of a softmax over the last axis becomes one row pass {@code %softmax_grad(p, dp)}
-     * at the first mul's place (its operands are live there); with its row sums d as a second
-     * result when d has other readers.
+     * The backward of a softmax over the last axis, ds = p * (dp - (p * dp).sum(axis=last,
+     * keepdims=true).broadcast(…)) over F32, becomes one row pass {@code %softmax_grad(p, dp)} at
+     * the first mul's place (its operands are live there); with its row sums d as a second result
+     * when d has other readers.
      */
     static Graph.Edit softmaxGrads(Graph g) {
-        Graph.Edit e = new Graph.Edit(g);
-        for (int i = 0; i < g.size(); i++) {
-            if (!(g.instr(i) instanceof Mul) || e.dropped(i) || e.replaced(i)) continue;
-            Var ds = g.let(i).var();
-            Map<String, Var> m = SOFTMAX_GRAD.match(g, ds);
-            if (m == null || !g.type(m.get("b")).equals(g.type(m.get("m")))) continue;
-            int at = g.def(m.get("m"));
-            if (e.dropped(at) || e.replaced(at)) continue;
-            Var d = m.get("d");
-            boolean rowSums = g.readers(d).size() > 1 || g.pinned(d);
-            List<Var> vars = rowSums ? List.of(ds, d) : List.of(ds);
-            List<TensorType> types = rowSums ? List.of(g.type(ds), g.type(d)) : List.of(g.type(ds));
-            e.replace(at, bind(vars, new SoftmaxGrad(m.get("p"), m.get("dp"), rowSums), types));
-            for (String k : new String[] {"d", "b", "s"}) e.drop(g.def(m.get(k)));
-            e.drop(i);
-        }
-        return e;
+        Var p = new Var("p"), dp = new Var("dp");
+        return fromExpansion(g, List.of(new SoftmaxGrad(p, dp, false), new SoftmaxGrad(p, dp, true)), Graph::once,
+                (h, f) -> f instanceof SoftmaxGrad sg && f32(h, sg.p()) && h.type(sg.p()).rank() > 0, true);
     }
 
     // ---- attention_with_lse -----------------------------------------------------------------

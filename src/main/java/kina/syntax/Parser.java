@@ -125,24 +125,13 @@ public final class Parser {
             case Pending(Rhs rhs, Pos pos) -> {
                 Var t = new Var("%" + temps++);
                 int d = 1;
-                for (Var v : reads(rhs)) d = Math.max(d, 1 + nesting.getOrDefault(v, 0));
+                for (Var v : rhs.reads()) d = Math.max(d, 1 + nesting.getOrDefault(v, 0));
                 if (d > MAX_DEPTH)
                     throw new SyntaxError(pos, "expression nested more than " + MAX_DEPTH + " levels deep; bind parts of it with let");
                 nesting.put(t, d);
                 out.add(new Let(List.of(t), false, rhs, pos, owner, null));
                 yield t;
             }
-        };
-    }
-
-    /** The values an rhs reads (a fn literal's body is a block of its own). */
-    private static List<Var> reads(Rhs rhs) {
-        return switch (rhs) {
-            case Instr ins -> ins.operands();
-            case Rhs.Call c -> c.args();
-            case Rhs.Handle h -> h.reads();
-            case Rhs.Tuple t -> t.elems();
-            case Rhs.Fn _ -> List.of();
         };
     }
 

@@ -86,7 +86,7 @@ class AdExamplesTest {
         List<Tensor> out = Programs.recorded(p, fx.inputs());
         Tensor q = fx.inputs().get("q"), k = fx.inputs().get("k");
         Tensor ones = Kernels.fill(out.get(0).type(), 1.0);
-        Tensor want = Kernels.matmul(ones, Kernels.transpose(k, kina.ir.Perm.of(0, 1, 3, 2)));
+        Tensor want = ContractionKernels.matmul(ones, LayoutKernels.transpose(k, kina.ir.Perm.of(0, 1, 3, 2)));
         assertThat(out.get(1).bitEquals(want)).isTrue();
         assertThat(out.get(1).shape()).isEqualTo(q.shape());
     }
@@ -113,7 +113,7 @@ class AdExamplesTest {
         Program p = Programs.checked(fx.program(), Programs.source(fx.program(), DType.F64));
         List<Tensor> out = Programs.recorded(p, fx.inputs());
         Tensor logits = fx.inputs().get("logits");
-        Tensor sm = Kernels.softmax(logits, 2);
+        Tensor sm = RowKernels.softmax(logits, 2);
         long[] t = fx.inputs().get("targets").ints();
         double[] g = out.get(1).floats();
         for (int r = 0; r < 4; r++)
@@ -145,7 +145,7 @@ class AdExamplesTest {
                 "target", Tensor.ofInts(kina.ir.TensorType.host(DType.I64), new long[] {2}));
         List<Tensor> rec = Programs.recorded(p, in);
         assertBits(rec, Programs.oracle(p, in), "nll row");
-        Tensor sm = Kernels.softmax(in.get("logits"), 0);
+        Tensor sm = RowKernels.softmax(in.get("logits"), 0);
         for (int c = 0; c < 8; c++)
             assertThat(rec.get(1).floats()[c]).isCloseTo(sm.floats()[c] - (c == 2 ? 1 : 0), org.assertj.core.data.Offset.offset(1e-15));
     }

@@ -31,7 +31,7 @@ class KernelsPropertiesTest {
                                     @ForAll @LongRange(min = 0, max = 1_000_000) long seed) {
         java.util.Random r = new java.util.Random(seed);
         float[] a = randomFloats(r, batch * m * k), b = randomFloats(r, batch * k * n);
-        Tensor y = Kernels.matmul(f32(new long[] {batch, m, k}, a), f32(new long[] {batch, k, n}, b));
+        Tensor y = ContractionKernels.matmul(f32(new long[] {batch, m, k}, a), f32(new long[] {batch, k, n}, b));
         for (int bt = 0; bt < batch; bt++)
             for (int i = 0; i < m; i++)
                 for (int j = 0; j < n; j++) {
@@ -47,7 +47,7 @@ class KernelsPropertiesTest {
         java.util.Random r = new java.util.Random(seed);
         float[] x = randomFloats(r, rows * c);
         Tensor t = f32(new long[] {rows, c}, x);
-        Tensor s = Kernels.sum(t, 1, false), sm = Kernels.softmax(t, 1), ls = Kernels.logSoftmax(t, 1);
+        Tensor s = RowKernels.sum(t, 1, false), sm = RowKernels.softmax(t, 1), ls = RowKernels.logSoftmax(t, 1);
         for (int i = 0; i < rows; i++) {
             float acc = x[i * c], m = x[i * c];
             for (int j = 1; j < c; j++) { acc = acc + x[i * c + j]; m = Math.max(m, x[i * c + j]); }
@@ -71,8 +71,8 @@ class KernelsPropertiesTest {
         for (int i = 3; i > 0; i--) { int j = r.nextInt(i + 1); int tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp; }
         Tensor x = f32(dims, randomFloats(r, (int) (dims[0] * dims[1] * dims[2] * dims[3])));
         Perm p = Perm.of(perm);
-        Tensor y = Kernels.transpose(x, p);
-        assertThat(Kernels.transpose(y, p.inverse()).bitEquals(x)).isTrue();
+        Tensor y = LayoutKernels.transpose(x, p);
+        assertThat(LayoutKernels.transpose(y, p.inverse()).bitEquals(x)).isTrue();
         long[] yd = p.apply(x.type().shape()).dims(), xs = x.type().shape().strides(), at = new long[4];
         for (int k = 0; k < y.size(); k++) {                   // y[i] = x[j] with j_perm[d] = i_d: the data moved, not only the shape
             long rest = k, src = 0;

@@ -57,8 +57,8 @@ class SafeSoftmaxTest {
 
     @ParameterizedTest @ValueSource(strings = {"F32", "F64"})
     void aFullyMaskedSoftmaxRowIsZeroForwardAndBackward(String dt) {
-        Tensor x = inputs(DType.parse(dt)).get("x"), z = Kernels.add(x, inputs(DType.parse(dt)).get("m"));
-        Tensor p = Kernels.softmax(z, 1);
+        Tensor x = inputs(DType.parse(dt)).get("x"), z = ElementwiseKernels.add(x, inputs(DType.parse(dt)).get("m"));
+        Tensor p = RowKernels.softmax(z, 1);
         for (int j = 0; j < 8; j++) assertThat(Double.doubleToRawLongBits(p.get(8 + j))).isEqualTo(0L);   // +0.0
         List<Tensor> r = check(dt, false);
         Tensor dx = r.get(1), dw = r.get(2);
@@ -72,8 +72,8 @@ class SafeSoftmaxTest {
 
     @ParameterizedTest @ValueSource(strings = {"F32", "F64"})
     void aFullyMaskedLogSoftmaxRowIsMinusInfinityAndNoNanFlowsBack(String dt) {
-        Tensor z = Kernels.add(inputs(DType.parse(dt)).get("x"), inputs(DType.parse(dt)).get("m"));
-        Tensor lp = Kernels.logSoftmax(z, 1);
+        Tensor z = ElementwiseKernels.add(inputs(DType.parse(dt)).get("x"), inputs(DType.parse(dt)).get("m"));
+        Tensor lp = RowKernels.logSoftmax(z, 1);
         for (int j = 0; j < 8; j++) assertThat(lp.get(8 + j)).isEqualTo(NEG);
         List<Tensor> r = check(dt, true);
         assertThat(r.get(0).get(1)).isEqualTo(Double.POSITIVE_INFINITY);   // −(−inf): the masked row's loss

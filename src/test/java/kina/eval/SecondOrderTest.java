@@ -110,7 +110,7 @@ class SecondOrderTest {
             AdExamplesTest.assertBits(rec, Programs.oracle(p, in), "nll_hvp " + dt);
             if (dt != DType.F64) continue;
             // The gradient is softmax − onehot, its Hessian diag(p) − p pᵀ per row: H v = p ⊙ (v − Σ p v).
-            Tensor sm = Kernels.softmax(in.get("logits"), 2);
+            Tensor sm = RowKernels.softmax(in.get("logits"), 2);
             double[] v = in.get("v").floats(), s = sm.floats(), hv = rec.get(0).floats();
             for (int r = 0; r < 4; r++) {
                 double pv = 0;

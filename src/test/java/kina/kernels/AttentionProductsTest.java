@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.Arrays;
 import java.util.SplittableRandom;
-import kina.eval.Kernels;
+import kina.eval.AttentionKernels;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;
@@ -13,7 +13,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * The plan's AttentionProduct kernels (QK, PK, PQ) against Kernels.attentionProduct, raw bits, over
+ * The plan's AttentionProduct kernels (QK, PK, PQ) against AttentionKernels.attentionProduct, raw bits, over
  * random geometries: blocks of 4 rows and their tails, key pairs whose row ranges do not meet, rows
  * and keys with nothing attended, GQA, widths below, at and past a block of four vectors, windows,
  * chunks and start > 0, at 1 and 2 threads. Entries of s at pairs that are not attended are NaN: no
@@ -37,7 +37,7 @@ class AttentionProductsTest {
             boolean specials = r.nextInt(10) == 0;
             Instr.AttnOpts o = new Instr.AttnOpts(h, kv, Double.NaN, 0, window, chunk, start);
             PlanKernels.Attn g = new PlanKernels.Attn(b, rows, l, hd, h, kv, start, window, chunk,
-                    (float) Kernels.attentionScale(DType.F32, o, hd), 0f);
+                    (float) AttentionKernels.attentionScale(DType.F32, o, hd), 0f);
             float[] q = PlanKernelsExpTest.random(b * rows * h * hd, r, specials), k = PlanKernelsExpTest.random(b * l * kv * hd, r, specials);
             float[] s = PlanKernelsExpTest.random(b * h * rows * l, r, specials);
             for (int bh = 0; bh < b * h; bh++)                          // unattended pairs: NaN, never to be read
@@ -50,18 +50,18 @@ class AttentionProductsTest {
 
             float[] y = stale(b * h * rows * l);
             AttentionProducts.qk(g, q, k, y);
-            PlanKernelsExpTest.assertBits(y, y.length - 3, Kernels.attentionProduct(tq, tk, o, Form.QK), what + " QK");
+            PlanKernelsExpTest.assertBits(y, y.length - 3, AttentionKernels.attentionProduct(tq, tk, o, Form.QK), what + " QK");
             assertThat(y[y.length - 1]).as("QK writes past its output").isNaN();
 
             y = stale(q.length);
             AttentionProducts.pk(g, s, k, y);
-            Tensor want = Kernels.attentionProduct(ts, tk, o, Form.PK);
+            Tensor want = AttentionKernels.attentionProduct(ts, tk, o, Form.PK);
             PlanKernelsExpTest.assertBits(y, y.length - 3, want, what + " PK");
             if (!specials) assertThat(Arrays.stream(want.floats()).anyMatch(Double::isNaN)).as(what + " PK read an unattended pair").isFalse();
 
             y = stale(k.length);
             AttentionProducts.pq(g, s, q, y);
-            want = Kernels.attentionProduct(ts, tq, o, Form.PQ);
+            want = AttentionKernels.attentionProduct(ts, tq, o, Form.PQ);
             PlanKernelsExpTest.assertBits(y, y.length - 3, want, what + " PQ");
             if (!specials) assertThat(Arrays.stream(want.floats()).anyMatch(Double::isNaN)).as(what + " PQ read an unattended pair").isFalse();
         }

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
-import kina.eval.Kernels;
+import kina.eval.AttentionKernels;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;
@@ -46,7 +46,7 @@ class FlashAttentionTest {
         boolean sinks = r.nextBoolean(), specials = r.nextInt(10) == 0;
         Instr.AttnOpts o = new Instr.AttnOpts(h, kv, r.nextBoolean() ? Double.NaN : 0.3, cap, window, chunk, start);
         PlanKernels.Attn g = new PlanKernels.Attn(b, rows, l, hd, h, kv, start, window, chunk,
-                (float) Kernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
+                (float) AttentionKernels.attentionScale(DType.F32, o, hd), (float) o.softcap());
         float[] q = PlanKernelsExpTest.random(b * rows * h * hd, r, specials), k = PlanKernelsExpTest.random(b * l * kv * hd, r, specials);
         float[] v = PlanKernelsExpTest.random(k.length, r, specials), sk = sinks ? PlanKernelsExpTest.random(h, r, false) : null;
         String what = "rep " + rep + " " + o + " b=" + b + " rows=" + rows + " l=" + l + " hd=" + hd + " sinks=" + sinks + " specials=" + specials;
@@ -72,8 +72,8 @@ class FlashAttentionTest {
             Case c = draw(r, rep);
             float[] y = stale(c.q().length), lse = stale(c.b() * c.rows() * c.o().heads());
             FlashAttention.forward(c.g(), c.q(), c.k(), c.v(), c.sinks(), y, lse);
-            PlanKernelsExpTest.assertBits(y, c.q().length, Kernels.attention(c.tq(), c.tk(), c.tv(), c.ts(), c.o()), c.what() + " y", true);
-            Tensor wantLse = Kernels.attentionLse(c.tq(), c.tk(), c.ts(), c.o());
+            PlanKernelsExpTest.assertBits(y, c.q().length, AttentionKernels.attention(c.tq(), c.tk(), c.tv(), c.ts(), c.o()), c.what() + " y", true);
+            Tensor wantLse = AttentionKernels.attentionLse(c.tq(), c.tk(), c.ts(), c.o());
             PlanKernelsExpTest.assertBits(lse, lse.length - 3, wantLse, c.what() + " lse", true);
             assertGuard(y, c.what() + " y");
             assertGuard(lse, c.what() + " lse");
@@ -93,8 +93,8 @@ class FlashAttentionTest {
             float[] gy = PlanKernelsExpTest.random(c.q().length, r, false);
             Tensor tg = PlanKernelsExpTest.tensor(gy, c.b(), c.rows(), h * c.hd());
             // lse as the forward makes it (so p stays in range), d as the VJP makes it
-            Tensor lse = Kernels.attentionLse(c.tq(), c.tk(), c.ts(), c.o());
-            Tensor out = Kernels.attention(c.tq(), c.tk(), c.tv(), c.ts(), c.o());
+            Tensor lse = AttentionKernels.attentionLse(c.tq(), c.tk(), c.ts(), c.o());
+            Tensor out = AttentionKernels.attention(c.tq(), c.tk(), c.tv(), c.ts(), c.o());
             float[] d = new float[c.b() * c.rows() * h];
             for (int i = 0; i < d.length; i++) {
                 float acc = gy[i * c.hd()] * (float) out.floats()[i * c.hd()];
@@ -107,7 +107,7 @@ class FlashAttentionTest {
             boolean wq = r.nextInt(4) > 0, wk = r.nextInt(4) > 0, wv = r.nextInt(4) > 0 || !(wq || wk);
             float[] dq = wq ? stale(c.q().length) : null, dk = wk ? stale(c.k().length) : null, dv = wv ? stale(c.k().length) : null;
             FlashAttention.backward(c.g(), c.q(), c.k(), c.v(), gy, ls, d, dq, dk, dv);
-            List<Tensor> want = Kernels.attentionGrads(c.tq(), c.tk(), c.tv(), tg, lse, td, c.o(), wq, wk, wv);
+            List<Tensor> want = AttentionKernels.attentionGrads(c.tq(), c.tk(), c.tv(), tg, lse, td, c.o(), wq, wk, wv);
             int at = 0;
             for (float[] got : new float[][] {dq, dk, dv}) {
                 if (got == null) continue;

@@ -3,6 +3,7 @@ package kina.kernels;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.SplittableRandom;
+import kina.eval.ContractionKernels;
 import kina.eval.Kernels;
 import kina.ir.DType;
 import net.jqwik.api.ForAll;
@@ -82,7 +83,7 @@ class MatmulTwinTest {
                 for (int i = 0; i < a.length; i++) a[i] = Kernels.round(d, rng.nextDouble() * 2 - 1);
                 for (int i = 0; i < b.length; i++) b[i] = Kernels.round(d, rng.nextDouble() * 2 - 1);
                 if (a.length > 0 && rng.nextBoolean()) a[0] = -0.0;
-                double[] slow = Kernels.matmulScalar(d, a, b, batch, m, k, n);
+                double[] slow = ContractionKernels.matmulScalar(d, a, b, batch, m, k, n);
                 double[] plain = d == DType.F32 ? Matmul.f32(a, b, batch, m, k, n) : Matmul.f64(a, b, batch, m, k, n);
                 same(d, "plain " + shape(batch, m, k, n), plain, slow);
                 for (int t = 1; t <= 3; t++) {

@@ -1,7 +1,8 @@
 package kina.kernels;
 
 import java.util.SplittableRandom;
-import kina.eval.Kernels;
+import kina.eval.ElementwiseKernels;
+import kina.eval.RowKernels;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;
@@ -56,22 +57,22 @@ class PlanKernelsExpTest {
             float[] x = random(n, r, specials), b = random(n, r, specials), y = new float[n + 3];
             Tensor tx = tensor(x, n), tb = tensor(b, n);
             PlanKernels.unary(PlanKernels.Unary.EXP, x, y, 0, n);
-            assertBits(y, n, Kernels.exp(tx), "exp n=" + n);
+            assertBits(y, n, ElementwiseKernels.exp(tx), "exp n=" + n);
             PlanKernels.unary(PlanKernels.Unary.SIGMOID, x, y, 0, n);
-            assertBits(y, n, Kernels.sigmoid(tx), "sigmoid n=" + n);
+            assertBits(y, n, ElementwiseKernels.sigmoid(tx), "sigmoid n=" + n);
             PlanKernels.unary(PlanKernels.Unary.SILU, x, y, 0, n);
-            assertBits(y, n, Kernels.silu(tx), "silu n=" + n, true);
+            assertBits(y, n, ElementwiseKernels.silu(tx), "silu n=" + n, true);
             PlanKernels.binary(PlanKernels.Binary.SWIGLU, x, b, y, 0, n);
-            assertBits(y, n, Kernels.swiglu(tx, tb), "swiglu n=" + n, true);
+            assertBits(y, n, ElementwiseKernels.swiglu(tx, tb), "swiglu n=" + n, true);
             for (int rows : new int[] {1, 3}) {
                 float[] a = random(rows * n, r, specials), s = new float[rows * n];
                 Tensor ta = tensor(a, rows, n), tt = tensor(a, n, rows);
                 PlanKernels.softmax(a, s, rows, n, 1, false);
-                assertBits(s, rows * n, Kernels.softmax(ta, 1), "softmax rows=" + rows + " c=" + n, true);
+                assertBits(s, rows * n, RowKernels.softmax(ta, 1), "softmax rows=" + rows + " c=" + n, true);
                 PlanKernels.softmax(a, s, rows, n, 1, true);
-                assertBits(s, rows * n, Kernels.logSoftmax(ta, 1), "log_softmax rows=" + rows + " c=" + n, true);
+                assertBits(s, rows * n, RowKernels.logSoftmax(ta, 1), "log_softmax rows=" + rows + " c=" + n, true);
                 PlanKernels.softmax(a, s, 1, n, rows, true);                          // a strided axis
-                assertBits(s, rows * n, Kernels.logSoftmax(tt, 0), "log_softmax axis 0, c=" + n, true);
+                assertBits(s, rows * n, RowKernels.logSoftmax(tt, 0), "log_softmax axis 0, c=" + n, true);
             }
         }
     }

@@ -1,14 +1,9 @@
-package kina.ad;
-
-import kina.ir.Block;
-import kina.ir.Let;
-import kina.ir.Rhs;
-import kina.ir.Var;
+package kina.ir;
 
 /**
- * Where a differentiated body finds the fns it calls or handles: the lexical scope, innermost
- * binding first (a fn body may name the fns bound before it, in its block and the enclosing ones).
- * transform_ad reads it off the program's blocks, the oracle off its closures.
+ * Where a body finds the fns it calls or handles: the lexical scope, innermost binding first (a fn
+ * body may name the fns bound before it, in its block and the enclosing ones). transform_ad reads
+ * it off the program's blocks, the oracle off its closures, {@link Flatten} off the blocks it walks.
  */
 @FunctionalInterface
 public interface FnScope {
