@@ -43,12 +43,13 @@ public class AttentionAB {
         for (int i = 2; i < args.length; i++) {
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(args[i]).toUri().toURL()}, AttentionAB.class.getClassLoader().getParent());
             firstClass(cl, "kina.kernels.Parallel", "kina.eval.Parallel").getMethod("setThreads", int.class).invoke(null, threads);
-            Class<?> attn = Class.forName("kina.plan.PlanKernels$Attn", true, cl);
+            Class<?> attn = firstClass(cl, "kina.kernels.PlanKernels$Attn", "kina.plan.PlanKernels$Attn");
             Constructor<?> ctor = attn.getDeclaredConstructors()[0];
             ctor.setAccessible(true);
             Object g = ctor.newInstance(b, t, t, hd, h, h, 0, 0, 0, (float) (1 / Math.sqrt(hd)), 0f);
             float[] y = new float[q.length], dq = new float[q.length], dk = new float[q.length], dv = new float[q.length];
-            Class<?> flash = optionalClass(cl, "kina.plan.FlashAttention");
+            Class<?> flash = optionalClass(cl, "kina.kernels.FlashAttention");
+            if (flash == null) flash = optionalClass(cl, "kina.plan.FlashAttention");
             if (flash != null) {
                 Method fwd = find(flash, "forward", 7), bwd = find(flash, "backward", 10);
                 float[] lse = new float[b * t * h], dd = new float[lse.length];
@@ -62,7 +63,8 @@ public class AttentionAB {
                     () -> fwd.invoke(null, g, q, k, v, null, y, lse),
                     () -> bwd.invoke(null, g, q, k, v, gy, lse, dd, dq, dk, dv)});
             } else {
-                Class<?> ap = Class.forName("kina.plan.AttentionProducts", true, cl), pk = Class.forName("kina.plan.PlanKernels", true, cl);
+                Class<?> ap = firstClass(cl, "kina.kernels.AttentionProducts", "kina.plan.AttentionProducts"),
+                        pk = firstClass(cl, "kina.kernels.PlanKernels", "kina.plan.PlanKernels");
                 Method fwd = find(pk, "attention", 9), merged = find(ap, "qkSoftmaxGrad", 12);
                 float[] probs = new float[b * h * t * t];
                 calls.add(new Call[] {

@@ -17,6 +17,7 @@ import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import kina.model.Engine;
 
 public class NativeAB {
     public static void main(String[] args) throws Exception {
@@ -28,7 +29,7 @@ public class NativeAB {
         double secs = Double.parseDouble(args[1]);
         kina.model.Config c = kina.model.Config.byName(args[2]);
         kina.kernels.Parallel.setThreads(threads);
-        kina.model.Trainer.Engine[] engines = {kina.model.Trainer.Engine.PLAN, kina.model.Trainer.Engine.NATIVE};
+        kina.model.Engine[] engines = {kina.model.Engine.PLAN, kina.model.Engine.NATIVE};
         kina.cli.Bench.Stepper[] st = new kina.cli.Bench.Stepper[2];
         for (int e = 0; e < 2; e++) {
             st[e] = new kina.cli.Bench.Stepper(c, 8, engines[e]);

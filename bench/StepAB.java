@@ -39,7 +39,7 @@ public class StepAB {
             ClassLoader cl = new URLClassLoader(new URL[] {Path.of(args[i]).toUri().toURL()}, StepAB.class.getClassLoader().getParent());
             firstClass(cl, "kina.kernels.Parallel", "kina.eval.Parallel").getMethod("setThreads", int.class).invoke(null, threads);
             Object c = Class.forName("kina.model.Config", true, cl).getMethod("byName", String.class).invoke(null, config);
-            Class<?> engine = Class.forName("kina.model.Trainer$Engine", true, cl);
+            Class<?> engine = firstClass(cl, "kina.model.Engine", "kina.model.Trainer$Engine");
             Object plan = engine.getMethod("valueOf", String.class).invoke(null, "PLAN");
             Class<?> st = firstClass(cl, "kina.cli.Bench$Stepper", "kina.model.Bench$Stepper");
             Object stepper = st.getConstructor(Class.forName("kina.model.Config", true, cl), int.class, engine).newInstance(c, 8, plan);

@@ -10,7 +10,7 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import kina.eval.Tensor;
-import kina.eval.TensorJson;
+import kina.io.TensorJson;
 import kina.ir.DType;
 import kina.ir.TensorType;
 import kina.model.Config;

@@ -16,10 +16,10 @@ import kina.eval.Interpreter;
 import kina.eval.Oracle;
 import kina.eval.Tensor;
 import kina.eval.Value;
+import kina.io.FileCap;
 import kina.ir.Block;
 import kina.ir.Instr;
 import kina.ir.KinaException;
-import kina.ir.Limits;
 import kina.ir.Let;
 import kina.ir.Pos;
 import kina.ir.Printer;
@@ -69,17 +69,22 @@ public final class Kina {
     public static Kina parse(String file, String source) { return new Kina(Parser.parse(file, source), false); }
 
     /** Reads and parses a UTF-8 .kina file. @throws KinaException as {@link #readSource}, or a SyntaxError */
-    public static Kina load(Path file) { return parse(file.toString(), readSource(file)); }
+    public static Kina load(Path file) { return load(file, FileCap.DEFAULT); }
+
+    /** Reads and parses a UTF-8 .kina file of at most {@code cap}. @throws KinaException as {@link #readSource}, or a SyntaxError */
+    public static Kina load(Path file, FileCap cap) { return parse(file.toString(), readSource(file, cap)); }
+
+    /** {@link #readSource(Path, FileCap)} under {@link FileCap#DEFAULT}. */
+    public static String readSource(Path file) { return readSource(file, FileCap.DEFAULT); }
 
     /**
      * The text of a .kina file. @throws KinaException, one line naming the file, for a directory, a
-     * missing or unreadable file, one over the size cap ({@link Limits}), or bytes that are not UTF-8
-     * ({@link #decode})
+     * missing or unreadable file, one over {@code cap}, or bytes that are not UTF-8 ({@link #decode})
      */
-    public static String readSource(Path file) {
+    public static String readSource(Path file, FileCap cap) {
         try {
             if (Files.isDirectory(file)) throw new KinaException(null, file + ": is a directory, not a .kina file");
-            String big = Limits.tooLarge(Files.size(file));
+            String big = cap.tooLarge(Files.size(file));
             if (big != null) throw new KinaException(null, file + ": " + big);
             return decode(file.toString(), Files.readAllBytes(file));
         } catch (NoSuchFileException e) {

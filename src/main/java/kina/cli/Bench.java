@@ -14,7 +14,12 @@ import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
 import kina.model.Config;
+import kina.model.Engine;
+import kina.model.Init;
+import kina.model.MemoryGuard;
 import kina.model.Optimizer;
+import kina.model.Rope;
+import kina.model.Runner;
 import kina.model.StoryLm;
 import kina.model.Trainer;
 import kina.plan.Plan;
@@ -35,7 +40,7 @@ public final class Bench {
      * compilation time during each (empty where the JVM does not tell it); {@code heapBytesPerStep} the
      * heap the JVM's threads allocated per timed step, on average (−1 where the JVM does not tell it).
      */
-    public record Result(Config config, int batch, int threads, Trainer.Engine engine, int steps, double minMs, double medianMs,
+    public record Result(Config config, int batch, int threads, Engine engine, int steps, double minMs, double medianMs,
                          double maxMs, List<String> profile, double[] stepMs, double[] jitMs, double heapBytesPerStep, long arenaBytes) {
         /**
          * The one result line: {@code kina bench: config=… batch=… threads=… engine=… steps=… ms/step min=… median=…
@@ -75,7 +80,7 @@ public final class Bench {
 
     /** {@code " peak_rss_mb=N"} (MiB, as bench/torch_reference.py prints it), or "" where the system does not tell it. */
     static String rssField() {
-        long b = Trainer.peakRssBytes();
+        long b = MemoryGuard.peakRssBytes();
         return b > 0 ? String.format(Locale.ROOT, " peak_rss_mb=%.0f", b / (1024.0 * 1024)) : "";
     }
 
@@ -136,7 +141,7 @@ public final class Bench {
      * times below it are, the arena (the step's reused buffers), then the plan's profile by kind or
      * by step in schedule order.
      */
-    private static Result result(Config c, int batch, int threads, Trainer.Engine engine, Plan plan, Profile profile, String warmUp,
+    private static Result result(Config c, int batch, int threads, Engine engine, Plan plan, Profile profile, String warmUp,
                                  double[] ms, double[] jit, long heapBytes) {
         int steps = ms.length;
         double[] sorted = ms.clone();
@@ -168,7 +173,7 @@ public final class Bench {
      *
      * @throws kina.ir.KinaException when steps or batch is below 1
      */
-    public static Result run(Config c, int batch, int steps, int threads, Trainer.Engine engine, Profile profile, long warmupNanos) {
+    public static Result run(Config c, int batch, int steps, int threads, Engine engine, Profile profile, long warmupNanos) {
         if (steps < 1 || batch < 1) throw new kina.ir.KinaException(null, "--steps and --batch must be >= 1");
         if (c.toy()) return runToy(c, steps, threads, engine, profile);
         Parallel.setThreads(threads);
@@ -208,7 +213,7 @@ public final class Bench {
         private final Config c;
         private final int batch;
         private final Optimizer.AdamW opt = new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0);
-        private final Trainer.Runner step;
+        private final Runner step;
         private final Tensor[] tables;
         private final SplittableRandom rng = new SplittableRandom(42);
         private int s;
@@ -221,19 +226,19 @@ public final class Bench {
          * @throws IllegalArgumentException for the toy config (its step is {@link #runToy}'s) or batch &lt; 1
          * @throws kina.ir.KinaException (one line) when the plan would not fit in the JVM's heap ({@link Trainer#requireMemory})
          */
-        public Stepper(Config c, int batch, Trainer.Engine engine) {
+        public Stepper(Config c, int batch, Engine engine) {
             if (c.toy()) throw new IllegalArgumentException("the toy config has its own step (runToy)");
             if (batch < 1) throw new IllegalArgumentException("batch must be >= 1, got " + batch);
             this.c = c;
             this.batch = batch;
             Program p = Trainer.compile(StoryLm.trainStep(c, batch, opt));
             step = engine.compile(p);
-            plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
+            plan = step instanceof Runner.PlanRunner(Plan pl) ? pl : null;
             step.carry(Trainer.carried(c, opt));          // weights and moments, as training carries them
-            Trainer.requireMemory(c, batch, opt, step);     // before the first run allocates the arena
-            Trainer.init(c, 1).forEach(step::set);
-            Trainer.zeroMoments(c, opt).forEach(step::set);
-            tables = Trainer.ropeTables(c);
+            MemoryGuard.requireMemory(c, batch, opt, step);     // before the first run allocates the arena
+            Init.weights(c, 1).forEach(step::set);
+            Init.moments(c, opt).forEach(step::set);
+            tables = Rope.tables(c);
         }
 
         /** The next step's inputs: a fresh random batch and the bias corrections of the next step number. */
@@ -265,11 +270,11 @@ public final class Bench {
      * scale 1/√hd, lr 0.1; every step is fed the previous step's 10 updated parameters. {@link #TOY_WARMUP}
      * warm-up steps, then {@code steps} timed ones.
      */
-    static Result runToy(Config c, int steps, int threads, Trainer.Engine engine, Profile profile) {
+    static Result runToy(Config c, int steps, int threads, Engine engine, Profile profile) {
         Parallel.setThreads(threads);
         Program p = Trainer.compile(StoryLm.toyTrainStep(c));
-        Trainer.Runner step = engine.compile(p);
-        Plan plan = step instanceof Trainer.PlanRunner(Plan pl) ? pl : null;
+        Runner step = engine.compile(p);
+        Plan plan = step instanceof Runner.PlanRunner(Plan pl) ? pl : null;
         int v = c.vocab(), d = c.dModel(), t = c.seq();
         SplittableRandom init = new SplittableRandom(1);
         String[] names = {"emb", "mask", "scale", "wq", "wk", "wv", "wo", "lm_head"};
@@ -323,7 +328,7 @@ public final class Bench {
         if (steps < 1) throw new kina.ir.KinaException(null, "--steps must be >= 1");
         if (c.toy()) throw new kina.ir.KinaException(null, "--decode: the toy config has no decode step (no norms, no RoPE)");
         Parallel.setThreads(threads);
-        kina.model.Sampler s = new kina.model.Sampler(c, Trainer.init(c, 1),
+        kina.model.Sampler s = new kina.model.Sampler(c, Init.weights(c, 1),
                 fullWindow ? kina.model.Sampler.Mode.FULL_WINDOW : kina.model.Sampler.Mode.KV_CACHE);
         SplittableRandom rng = new SplittableRandom(42);
         int[] text = new int[c.seq()];

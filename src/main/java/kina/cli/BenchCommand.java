@@ -3,7 +3,7 @@ package kina.cli;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import kina.model.Config;
-import kina.model.Trainer;
+import kina.model.Engine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -36,7 +36,7 @@ final class BenchCommand implements Callable<Integer> {
             out.flush();
             return 0;
         }
-        Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        Config c = config.endsWith(".json") ? Config.load(Path.of(config), common.cap) : Config.byName(config);
         OptionRange.atLeast("--steps", steps, 1, "timed steps");
         OptionRange.atLeast("--batch", batch, 1, "sequences per step");
         if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");
@@ -51,7 +51,7 @@ final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         if (profile && profileSteps) throw new kina.ir.KinaException(null, "--profile and --profile-steps are exclusive: pick one");
-        Bench.Result r = Bench.run(c, batch, steps, th, Trainer.Engine.parse(engine),
+        Bench.Result r = Bench.run(c, batch, steps, th, Engine.parse(engine),
                 profileSteps ? Bench.Profile.STEPS : profile ? Bench.Profile.KINDS : Bench.Profile.OFF, (long) (warmup * 1e9));
         java.io.PrintWriter out = spec.commandLine().getOut();
         out.println(r.line());

@@ -19,7 +19,7 @@ final class CheckCommand implements Callable<Integer> {
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        Program p = Source.load(file);
+        Program p = Source.load(file, common.cap);
         var out = spec.commandLine().getOut();
         print(p.body(), "", out);
         out.flush();

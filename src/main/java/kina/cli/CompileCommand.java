@@ -34,7 +34,7 @@ final class CompileCommand implements Callable<Integer> {
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        Program p = TransformAd.transform(Source.load(file));
+        Program p = TransformAd.transform(Source.load(file, common.cap));
         Emitter.Module m = Emitter.emitNative(p);
         Path so = Toolchain.build(m);
         GradCommand.writeAtomically(out, tmp -> Files.copy(so, tmp, StandardCopyOption.REPLACE_EXISTING));

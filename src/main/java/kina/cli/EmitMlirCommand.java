@@ -20,7 +20,7 @@ final class EmitMlirCommand implements Callable<Integer> {
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        String text = Emitter.emit(Source.load(file)).text();
+        String text = Emitter.emit(Source.load(file, common.cap)).text();
         if (out != null) {
             GradCommand.writeAtomically(out, text);
             spec.commandLine().getOut().println("wrote " + out);

@@ -3,7 +3,8 @@ package kina.cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
-import kina.model.AtomicFiles;
+import kina.io.AtomicFiles;
+import kina.model.BpeTokenizer;
 import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.HuggingFace;
@@ -30,7 +31,7 @@ final class ExportCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        Checkpoint.Loaded ck = Checkpoint.load(checkpoint);
+        Checkpoint.Loaded ck = Checkpoint.load(checkpoint, common.cap);
         Config c = ck.state().config();
         java.util.Map<String, kina.ir.TensorType> want = new java.util.LinkedHashMap<>();
         for (StoryLm.Weight w : StoryLm.weights(c)) want.put(w.name(), kina.ir.TensorType.host(kina.ir.DType.F32, w.shape()));

@@ -26,7 +26,7 @@ final class GradCommand implements Callable<Integer> {
     @Spec picocli.CommandLine.Model.CommandSpec spec;
 
     @Override public Integer call() {
-        Program p = TransformAd.transform(Source.load(file));
+        Program p = TransformAd.transform(Source.load(file, common.cap));
         if (dot != null) {
             writeAtomically(dot, Dot.render(p));
             spec.commandLine().getOut().println("wrote " + dot);

@@ -6,6 +6,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import kina.io.FileCap;
 import kina.io.HfDirectory;
 import kina.ir.KinaException;
 import kina.model.BpeTokenizer;
@@ -50,16 +51,16 @@ final class ImportCommand implements Callable<Integer> {
         String digest;
         switch (fmt) {
             case "llama2c" -> {
-                byte[] b = read(model);
+                byte[] b = read(model, common.cap);
                 digest = Checkpoint.sha256(b);
                 m = llama2c(b, name != null ? name : stem.replaceFirst("\\.bin$", ""));
             }
             case "hf" -> {
-                m = HuggingFace.read(model, name, seq);
-                digest = Checkpoint.sha256(HfDirectory.bytes(model.resolve(HfDirectory.CONFIG)));
+                m = HuggingFace.read(model, name, seq, common.cap);
+                digest = Checkpoint.sha256(HfDirectory.bytes(model.resolve(HfDirectory.CONFIG), common.cap));
             }
             case "gguf" -> {
-                byte[] b = read(model);
+                byte[] b = read(model, common.cap);
                 digest = Checkpoint.sha256(b);
                 m = LlamaCpp.read(model.toString(), b, name, stem.replaceFirst("\\.gguf$", ""), seq);
             }
@@ -99,22 +100,22 @@ final class ImportCommand implements Callable<Integer> {
                 throw new KinaException(null, model + ": vocab " + m.config().vocab() + " needs its tokenizer.bin (--tokenizer FILE)");
             tok = new ByteTokenizer();
         } else {
-            tok = tokenizer(tokFile, m.config().vocab());
+            tok = tokenizer(tokFile, m.config().vocab(), common.cap);
         }
         return new ImportedModel(m.config(), m.weights(), tok, "llama2.c model.bin", m.sharedClassifier() ? java.util.List.of("shared classifier") : java.util.List.of());
     }
 
     /** A byte-level tokenizer.bin (256 pieces, each standing for its own byte) is bytes; anything else must be a byte-level BPE. */
-    static Tokenizer tokenizer(Path file, int vocab) {
-        byte[] b = read(file);
+    static Tokenizer tokenizer(Path file, int vocab, FileCap cap) {
+        byte[] b = read(file, cap);
         if (vocab == ByteTokenizer.VOCAB && java.util.Arrays.equals(b, new ByteTokenizer().toLlama2c())) return new ByteTokenizer();
         return BpeTokenizer.fromLlama2c(file.toString(), b, vocab);
     }
 
-    static byte[] read(Path f) {
+    static byte[] read(Path f, FileCap cap) {
         try {
             if (Files.isDirectory(f)) throw new KinaException(null, f + ": is a directory, not a file");
-            String big = kina.ir.Limits.tooLarge(Files.size(f));
+            String big = cap.tooLarge(Files.size(f));
             if (big != null) throw new KinaException(null, f + ": " + big);
             return Files.readAllBytes(f);
         } catch (NoSuchFileException e) {

@@ -7,9 +7,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-import kina.eval.Npy;
 import kina.eval.Tensor;
-import kina.eval.TensorJson;
+import kina.io.FileCap;
+import kina.io.Npy;
+import kina.io.TensorJson;
 import kina.ir.Block;
 import kina.ir.DType;
 import kina.ir.Instr;
@@ -43,12 +44,12 @@ final class Inputs {
         }
     }
 
-    /** Reads {@code NAME=PATH} as a tensor of the declared type. */
-    static Tensor load(String name, Path path, TensorType expected) {
+    /** Reads {@code NAME=PATH} as a tensor of the declared type; a file over {@code cap} is refused. */
+    static Tensor load(String name, Path path, TensorType expected, FileCap cap) {
         if (!Files.exists(path)) throw new KinaException(null, "--input " + name + "=" + path + ": no such file");
         String f = path.getFileName().toString().toLowerCase(java.util.Locale.ROOT);
-        if (f.endsWith(".npy")) return Npy.read(path, expected);
-        if (f.endsWith(".json")) return TensorJson.read(path, expected);
+        if (f.endsWith(".npy")) return Npy.read(path, expected, cap);
+        if (f.endsWith(".json")) return TensorJson.read(path, expected, cap);
         throw new KinaException(null, "--input " + name + "=" + path + ": unknown format (use .npy or .json)");
     }
 

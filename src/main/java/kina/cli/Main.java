@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import kina.io.FileCap;
 import kina.ir.KinaException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -38,14 +39,17 @@ public final class Main implements Callable<Integer> {
         boolean help;
         @CommandLine.Spec(CommandLine.Spec.Target.MIXEE) CommandLine.Model.CommandSpec mixee;
 
-        /** The cap on every file read (a size with an optional K, M, G or T suffix), for this run. */
+        /** The cap on every file this command reads: {@code --max-file-size}, else {@link FileCap#DEFAULT}. */
+        FileCap cap = FileCap.DEFAULT;
+
+        /** Parses {@code --max-file-size} (a size with an optional K, M, G or T suffix) into {@link #cap}. */
         @Option(names = "--max-file-size", paramLabel = "BYTES", description = "Refuse files larger than this (K, M, G or T suffixes; default: 1G).")
         void maxFileSize(String text) {
-            long n = kina.ir.Limits.parseSize(text);
+            long n = FileCap.parseSize(text);
             if (n < 1)
                 throw new ParameterException(mixee.commandLine(), "--max-file-size " + text
                         + ": must be a size of at least 1 byte, e.g. 4G, 512M or 1000000");
-            kina.ir.Limits.maxFileBytes(n);
+            cap = new FileCap(n);
         }
     }
 
@@ -98,7 +102,6 @@ public final class Main implements Callable<Integer> {
             err.println("error: " + kina.kernels.VectorApi.MISSING);        // a path that reached a kernel before asking
             return 1;
         } finally {
-            kina.ir.Limits.reset();                       // --max-file-size holds for one command line
             kina.mlir.Toolchain.notices(null);
         }
     }

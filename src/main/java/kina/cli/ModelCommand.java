@@ -11,9 +11,9 @@ import kina.model.ByteTokenizer;
 import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.Corpus;
+import kina.model.Init;
 import kina.model.Optimizer;
 import kina.model.StoryLm;
-import kina.model.Trainer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -45,7 +45,7 @@ final class ModelCommand implements Callable<Integer> {
 
     @Override public Integer call() {
         OptionRange.atLeast("--batch", batch, 1, "sequences per step");
-        Config c = config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+        Config c = config.endsWith(".json") ? Config.load(Path.of(config), common.cap) : Config.byName(config);
         return switch (action) {
             case "print" -> print(c);
             case "init" -> init(c);
@@ -54,14 +54,14 @@ final class ModelCommand implements Callable<Integer> {
         };
     }
 
-    /** A step-0 checkpoint of Trainer.init's weights, without moments (a resumed run starts them at +0.0, as a fresh one). */
+    /** A step-0 checkpoint of Init.weights, without moments (a resumed run starts them at +0.0, as a fresh one). */
     private int init(Config c) {
         Path dir = required(out, "init", "DIR", "the checkpoint directory to write");
         byteLevel(c, "init");
         Runs.requireNoOtherRun(dir, null);
         Checkpoint.State st = new Checkpoint.State(c, "none", Map.of(), 0, seed, "none", "", List.of(), List.of(),
                 Map.of("initialized", "kina model init --seed " + seed));
-        Path step = Checkpoint.save(dir, st, Trainer.init(c, seed), Map.of());
+        Path step = Checkpoint.save(dir, st, Init.weights(c, seed), Map.of());
         println("wrote " + step + ": the initial weights of " + c.name() + " (seed " + seed + ") and no optimizer moments "
                 + "(they start at +0.0); train from it with kina train --resume " + dir);
         return 0;
@@ -73,7 +73,7 @@ final class ModelCommand implements Callable<Integer> {
         if (steps == null) throw new kina.ir.KinaException(null, "model batches: give --steps N, how many steps' batches to write");
         OptionRange.atLeast("--steps", steps, 1, "steps");
         byteLevel(c, "batches");
-        Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
+        Corpus corpus = data != null ? Corpus.load(data, common.cap) : Corpus.embedded();
         BatchFile.write(file, corpus.trainBatches(batch, c.seq(), seed), steps);
         println("wrote " + file + ": the batches of steps 1 to " + steps + " (" + batch + " × " + c.seq() + " ids and targets, I64) from "
                 + corpus.name() + ", seed " + seed);

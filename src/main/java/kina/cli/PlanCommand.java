@@ -35,7 +35,7 @@ final class PlanCommand implements Callable<Integer> {
             return 0;
         }
         if (file == null) throw new picocli.CommandLine.ParameterException(spec.commandLine(), "kina plan: give a FILE (or --rules)");
-        Plan plan = Plan.compile(TransformAd.transform(Source.load(file)));
+        Plan plan = Plan.compile(TransformAd.transform(Source.load(file, common.cap)));
         Program p = plan.program();
         out.println("// " + file + " as planned: " + plan.steps() + " steps; rewrites: "
                 + plan.rewrites().entrySet().stream().map(e -> e.getKey() + " " + e.getValue()).collect(Collectors.joining(", ")));

@@ -11,10 +11,10 @@ import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import kina.ad.TransformAd;
 import kina.eval.Interpreter;
-import kina.eval.Npy;
 import kina.eval.Oracle;
 import kina.eval.Tensor;
 import kina.eval.Value;
+import kina.io.Npy;
 import kina.ir.KinaException;
 import kina.ir.Program;
 import kina.ir.Rhs;
@@ -74,7 +74,7 @@ final class RunCommand implements Callable<Integer> {
         if (!engine.equals("interpreter") && !engine.equals("native"))
             throw new KinaException(null, "--engine " + engine + ": unknown (interpreter or native)");
         boolean nat = engine.equals("native");
-        Program checked = Source.load(file);
+        Program checked = Source.load(file, common.cap);
         if (oracle && cotangentInputs)
             throw new KinaException(null, "--cotangent-inputs works on the recorded gradient; drop --oracle");
         if (nat && (oracle || cotangentInputs))
@@ -107,7 +107,7 @@ final class RunCommand implements Callable<Integer> {
         for (var e : declared.entrySet()) {
             String name = e.getKey();
             given.put(name, inputs.containsKey(name)
-                    ? Inputs.load(name, inputs.get(name), e.getValue())
+                    ? Inputs.load(name, inputs.get(name), e.getValue(), common.cap)
                     : Inputs.random(name, e.getValue(), bounds.getOrDefault(name, 2L), rng));
         }
         List<Tensor> parts = new ArrayList<>();

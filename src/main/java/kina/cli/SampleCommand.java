@@ -37,7 +37,7 @@ final class SampleCommand implements Callable<Integer> {
         if (threads != null) OptionRange.within("--threads", threads, 1, 4096, "worker threads");
         int th = threads != null ? threads : Runtime.getRuntime().availableProcessors();
         Parallel.setThreads(th);
-        Checkpoint.Loaded ck = Checkpoint.load(checkpoint);
+        Checkpoint.Loaded ck = Checkpoint.load(checkpoint, common.cap);
         var c = ck.state().config();
         OptionRange.within("--top-k", topK, 0, c.vocab(), "the k most likely tokens of the checkpoint's " + c.vocab() + "; 0: all");
         java.util.Map<String, kina.ir.TensorType> want = new java.util.LinkedHashMap<>();

@@ -3,6 +3,7 @@ package kina.cli;
 import java.nio.file.Path;
 import kina.api.Kina;
 import kina.check.Checker;
+import kina.io.FileCap;
 import kina.ir.Program;
 import kina.syntax.Parser;
 
@@ -10,10 +11,11 @@ import kina.syntax.Parser;
 final class Source {
     private Source() {}
 
-    static String read(Path file) { return Kina.readSource(file); }
+    /** The text of {@code file}, at most {@code cap} bytes. */
+    static String read(Path file, FileCap cap) { return Kina.readSource(file, cap); }
 
-    /** Parse and check. */
-    static Program load(Path file) {
-        return Checker.check(Parser.parse(file.toString(), read(file)));
+    /** Parse and check {@code file}, at most {@code cap} bytes. */
+    static Program load(Path file, FileCap cap) {
+        return Checker.check(Parser.parse(file.toString(), read(file, cap)));
     }
 }

@@ -7,6 +7,7 @@ import kina.model.ByteTokenizer;
 import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.Corpus;
+import kina.model.Engine;
 import kina.model.GradientWorkers;
 import kina.model.Optimizer;
 import kina.model.Progress;
@@ -68,10 +69,10 @@ final class TrainCommand implements Callable<Integer> {
 
     @Override public Integer call() {
         boolean configGiven = spec.commandLine().getParseResult().hasMatchedOption("--config");
-        Checkpoint.Loaded ck = resume != null ? Checkpoint.load(resume) : null;
+        Checkpoint.Loaded ck = resume != null ? Checkpoint.load(resume, common.cap) : null;
         // a resumed run keeps its checkpoint's config and tokenizer unless told otherwise
         Config c = ck != null && !configGiven ? ck.state().config()
-                : config.endsWith(".json") ? Config.load(Path.of(config)) : Config.byName(config);
+                : config.endsWith(".json") ? Config.load(Path.of(config), common.cap) : Config.byName(config);
         if (seq != null) c = c.withSeq(seq);
         if (tokenizer != null && !tokenizer.equals("byte") && !tokenizer.equals("bpe"))
             throw new kina.ir.KinaException(null, "--tokenizer " + tokenizer + ": unknown (byte or bpe)");
@@ -119,7 +120,7 @@ final class TrainCommand implements Callable<Integer> {
             if (n == 0) n = m;
             cluster = p.connect(spark, n);
         }
-        Corpus corpus = data != null ? Corpus.load(data) : Corpus.embedded();
+        Corpus corpus = data != null ? Corpus.load(data, common.cap) : Corpus.embedded();
         Tokenizer tok;
         if (ck != null) {
             tok = ck.tokenizer();
@@ -136,7 +137,7 @@ final class TrainCommand implements Callable<Integer> {
         // numbered directory under runs/ (runs/latest points to it); an --out holding another run is refused.
         Path resumedRun = resume != null ? Checkpoint.runDir(resume) : null;
         if (out != null) Runs.requireNoOtherRun(out, resumedRun);
-        Trainer.Engine eng = Trainer.Engine.parse(engine);
+        Engine eng = Engine.parse(engine);
         Runs.Claim claim = out == null && resume == null ? Runs.claim(Path.of("runs")) : null;
         Path dir = out != null ? out : claim != null ? claim.dir() : resumedRun;
         if (claim != null) {
@@ -146,7 +147,7 @@ final class TrainCommand implements Callable<Integer> {
         Trainer.Summary s;
         try {
             Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
-                    checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), eng, m, cluster, tok);
+                    checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), eng, m, cluster, tok, common.cap);
             Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
             try (var _ = Interruption.onSignals(trainer::requestStop)) {
                 s = trainer.run(System.out, System.err);

@@ -34,15 +34,15 @@ public final class HfDirectory {
                               int maxPositions, double eps, double ropeTheta, boolean tied) {}
 
     /**
-     * Reads {@code dir}/config.json.
+     * Reads {@code dir}/config.json, at most {@code cap} bytes.
      *
      * @throws ModelFileError for a missing or foreign file, a missing size, or a field whose value
      *     kina's decoder does not compute (named with the value)
      */
-    public static LlamaConfig config(Path dir) {
+    public static LlamaConfig config(Path dir, FileCap cap) {
         Path file = dir.resolve(CONFIG);
         String where = file.toString();
-        JsonNode o = json(file);
+        JsonNode o = json(file, cap);
         if (!o.isObject()) throw new ModelFileError(where, "not a JSON object");
         JsonNode arch = o.get("architectures");
         boolean llama = "llama".equals(o.path("model_type").asText());
@@ -69,11 +69,11 @@ public final class HfDirectory {
 
     /**
      * The weight files of {@code dir} and the tensors each holds by the index (empty for a single
-     * model.safetensors, which holds them all).
+     * model.safetensors, which holds them all); the index is read under {@code cap}.
      *
      * @throws ModelFileError when there is neither file, or the index is corrupt or names a missing shard
      */
-    public static Map<Path, List<String>> weightFiles(Path dir) {
+    public static Map<Path, List<String>> weightFiles(Path dir, FileCap cap) {
         Path index = dir.resolve(INDEX), single = dir.resolve(WEIGHTS);
         Map<Path, List<String>> files = new LinkedHashMap<>();
         if (!Files.exists(index)) {
@@ -82,7 +82,7 @@ public final class HfDirectory {
             files.put(single, List.of());
             return files;
         }
-        JsonNode map = json(index).get("weight_map");
+        JsonNode map = json(index, cap).get("weight_map");
         if (map == null || !map.isObject() || map.isEmpty()) throw new ModelFileError(index.toString(), "no \"weight_map\" of tensor names to files");
         for (Map.Entry<String, JsonNode> e : map.properties()) {
             String f = e.getValue().asText();
@@ -95,18 +95,18 @@ public final class HfDirectory {
         return files;
     }
 
-    /** The vocabulary of {@code dir}/tokenizer.json (see {@link TokenizerJson#read}); null when there is no such file. */
-    public static Vocabulary tokenizer(Path dir) {
+    /** The vocabulary of {@code dir}/tokenizer.json (see {@link TokenizerJson#read}), at most {@code cap} bytes; null when there is no such file. */
+    public static Vocabulary tokenizer(Path dir, FileCap cap) {
         Path file = dir.resolve(TOKENIZER);
         if (!Files.exists(file)) return null;
-        return TokenizerJson.read(file.toString(), bytes(file));
+        return TokenizerJson.read(file.toString(), bytes(file, cap));
     }
 
-    /** The bytes of {@code file}; ModelFileError when it is missing, unreadable or over the file limit. */
-    public static byte[] bytes(Path file) {
+    /** The bytes of {@code file}; ModelFileError when it is missing, unreadable or over {@code cap}. */
+    public static byte[] bytes(Path file, FileCap cap) {
         try {
             if (Files.isDirectory(file)) throw new ModelFileError(file.toString(), "is a directory, not a file");
-            String big = kina.ir.Limits.tooLarge(Files.size(file));
+            String big = cap.tooLarge(Files.size(file));
             if (big != null) throw new ModelFileError(file.toString(), big);
             return Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
@@ -118,9 +118,9 @@ public final class HfDirectory {
         }
     }
 
-    private static JsonNode json(Path file) {
+    private static JsonNode json(Path file, FileCap cap) {
         try {
-            JsonNode o = new ObjectMapper().readTree(bytes(file));
+            JsonNode o = new ObjectMapper().readTree(bytes(file, cap));
             if (o == null) throw new ModelFileError(file.toString(), "empty");
             return o;
         } catch (JacksonException e) {

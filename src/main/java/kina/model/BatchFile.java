@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import kina.io.AtomicFiles;
 
 /**
  * The training batches of a run as a file a host without the JVM can read (docs/native.md): the

@@ -1,6 +1,10 @@
 package kina.model;
 
+import java.util.Map;
 import java.util.SplittableRandom;
+import kina.eval.Tensor;
+import kina.ir.DType;
+import kina.ir.TensorType;
 
 /**
  * A sampler of language-model batches over the tokens of a text (its bytes [from, to), or the ids
@@ -10,7 +14,8 @@ import java.util.SplittableRandom;
  *
  * <p>The batch for step {@code s} depends only on (seed, s): it is drawn from
  * {@code new SplittableRandom(mix(seed, s))}, so a run resumed at step s sees the batches the
- * uninterrupted run would have seen.
+ * uninterrupted run would have seen. {@link #tokens} packs a batch into the I64 tensors a StoryLM
+ * program reads.
  */
 public final class Batches {
     /**
@@ -81,6 +86,19 @@ public final class Batches {
             }
         }
         return new Batch(in, tg, targetBytes);
+    }
+
+    /** Puts batch {@code b}'s {@code ids} [rows, t] and {@code targets} [rows·t] (I64) into {@code in}: the inputs a StoryLM program reads. */
+    public static void tokens(Batch b, int t, Map<String, Tensor> in) {
+        int bs = b.inputs().length;
+        long[] ids = new long[bs * t], tg = new long[bs * t];
+        for (int i = 0; i < bs; i++)
+            for (int j = 0; j < t; j++) {
+                ids[i * t + j] = b.inputs()[i][j];
+                tg[i * t + j] = b.targets()[i][j];
+            }
+        in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, bs, t), ids));
+        in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, (long) bs * t), tg));
     }
 
     private static int[] range(byte[] bytes, int from, int to) {

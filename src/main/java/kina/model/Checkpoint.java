@@ -21,6 +21,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Map.Entry;
 import kina.eval.Tensor;
+import kina.io.AtomicFiles;
+import kina.io.FileCap;
+import kina.io.FileFormatError;
+import kina.io.SafeTensors;
+import kina.io.TensorJson;
 import kina.ir.TensorType;
 
 /**
@@ -122,25 +127,38 @@ public final class Checkpoint {
         }
         byte[] model = SafeTensors.encode(weights, Map.of("format", "pt"));
         byte[] opt = SafeTensors.encode(moments, Map.of("format", "pt"));
-        AtomicFiles.write(dir.resolve(MODEL_FILE), model);
-        AtomicFiles.write(dir.resolve(OPTIMIZER_FILE), opt);
+        write(dir.resolve(MODEL_FILE), model);
+        write(dir.resolve(OPTIMIZER_FILE), opt);
         byte[] tok = tokenizer instanceof BpeTokenizer ? tokenizer.toLlama2c() : null;
-        if (tok != null) AtomicFiles.write(dir.resolve(TOKENIZER_FILE), tok);
-        AtomicFiles.write(dir.resolve(STATE_FILE), stateJson(state, sha256(model), sha256(opt), tokenizer, tok));
-        AtomicFiles.write(root.resolve(LATEST_FILE), (dir.getFileName() + "\n").getBytes(StandardCharsets.UTF_8));
+        if (tok != null) write(dir.resolve(TOKENIZER_FILE), tok);
+        write(dir.resolve(STATE_FILE), stateJson(state, sha256(model), sha256(opt), tokenizer, tok));
+        write(root.resolve(LATEST_FILE), (dir.getFileName() + "\n").getBytes(StandardCharsets.UTF_8));
         return dir;
     }
 
+    /** {@link AtomicFiles#write}, its error a CheckpointError. */
+    private static void write(Path file, byte[] bytes) {
+        try {
+            AtomicFiles.write(file, bytes);
+        } catch (FileFormatError e) {
+            throw new CheckpointError(e.file(), e.problem(), e);
+        }
+    }
+
+    /** {@link #load(Path, FileCap)} under {@link FileCap#DEFAULT}. */
+    public static Loaded load(Path path) { return load(path, FileCap.DEFAULT); }
+
     /**
      * Loads a checkpoint: {@code path} is a step directory (it holds state.json) or a root whose
-     * {@code latest} names one.
+     * {@code latest} names one. CheckpointError (one line) for a missing, corrupt or foreign
+     * checkpoint, or a file in it over {@code cap}.
      */
-    public static Loaded load(Path path) {
+    public static Loaded load(Path path, FileCap cap) {
         Path dir = resolve(path);
         Path statePath = dir.resolve(STATE_FILE);
         String text;
         try {
-            String big = kina.ir.Limits.tooLarge(Files.size(statePath));
+            String big = cap.tooLarge(Files.size(statePath));
             if (big != null) throw new CheckpointError(statePath, big);
             text = Files.readString(statePath);
         } catch (NoSuchFileException e) {
@@ -152,7 +170,7 @@ public final class Checkpoint {
         try {
             node = JSON.readTree(text);
         } catch (JacksonException e) {
-            throw new CheckpointError(statePath, "corrupt JSON: " + kina.eval.TensorJson.plain(e.getOriginalMessage()), e);
+            throw new CheckpointError(statePath, "corrupt JSON: " + TensorJson.plain(e.getOriginalMessage()), e);
         }
         if (node == null || !node.isObject() || !FORMAT.equals(text(node, "format")))
             throw new CheckpointError(statePath, "not a kina checkpoint state (no \"format\": \"" + FORMAT + "\")");
@@ -161,12 +179,12 @@ public final class Checkpoint {
         if (v.intValue() != FORMAT_VERSION)
             throw new CheckpointError(statePath, "format version " + v.intValue() + "; this kina reads version " + FORMAT_VERSION);
         State state = parseState(statePath, node);
-        Map<String, Tensor> weights = readChecked(dir.resolve(MODEL_FILE), node, "model_sha256");
+        Map<String, Tensor> weights = readChecked(dir.resolve(MODEL_FILE), node, "model_sha256", cap);
         // The weights alone (optimizer.safetensors left out, as when a model is shared) are enough to
         // sample and export; only resuming at a step past 0 needs the moments (requireMoments says so).
         Map<String, Tensor> moments = Files.exists(dir.resolve(OPTIMIZER_FILE), LinkOption.NOFOLLOW_LINKS)
-                ? readChecked(dir.resolve(OPTIMIZER_FILE), node, "optimizer_sha256") : Map.of();
-        return new Loaded(dir, state, weights, moments, tokenizer(dir, node, state.config().vocab()));
+                ? readChecked(dir.resolve(OPTIMIZER_FILE), node, "optimizer_sha256", cap) : Map.of();
+        return new Loaded(dir, state, weights, moments, tokenizer(dir, node, state.config().vocab(), cap));
     }
 
     /**
@@ -220,14 +238,14 @@ public final class Checkpoint {
     }
 
     /** The tokenizer state.json records: bytes without a record, else tokenizer.bin checked against its digest. */
-    private static Tokenizer tokenizer(Path dir, JsonNode state, int vocab) {
+    private static Tokenizer tokenizer(Path dir, JsonNode state, int vocab, FileCap cap) {
         JsonNode t = state.get("tokenizer");
         Path statePath = dir.resolve(STATE_FILE);
         String kind = t == null ? "byte" : text(t, "kind");
         if ("byte".equals(kind)) return new ByteTokenizer();
         if (!"bpe".equals(kind)) throw new CheckpointError(statePath, "unknown tokenizer kind " + t.get("kind") + " (byte or bpe)");
         Path file = dir.resolve(TOKENIZER_FILE);
-        byte[] b = SafeTensors.bytes(file);
+        byte[] b = bytes(file, cap);
         String want = text(t, "sha256");
         if (want != null && !want.equals(sha256(b)))
             throw new CheckpointError(file, "does not match " + STATE_FILE + " (SHA-256 differs): the file was changed or replaced");
@@ -238,13 +256,27 @@ public final class Checkpoint {
         }
     }
 
-    private static Map<String, Tensor> readChecked(Path file, JsonNode state, String key) {
-        byte[] b = SafeTensors.bytes(file);
-        Map<String, Tensor> tensors = SafeTensors.decode(file, b).tensors();
+    private static Map<String, Tensor> readChecked(Path file, JsonNode state, String key, FileCap cap) {
+        byte[] b = bytes(file, cap);
+        Map<String, Tensor> tensors;
+        try {
+            tensors = SafeTensors.decode(file, b).tensors();
+        } catch (FileFormatError e) {
+            throw new CheckpointError(e.file(), e.problem(), e);
+        }
         String want = text(state, key);
         if (want != null && !want.equals(sha256(b)))
             throw new CheckpointError(file, "does not match " + STATE_FILE + " (SHA-256 differs): the file was changed or replaced");
         return tensors;
+    }
+
+    /** {@link SafeTensors#bytes}, its error a CheckpointError. */
+    private static byte[] bytes(Path file, FileCap cap) {
+        try {
+            return SafeTensors.bytes(file, cap);
+        } catch (FileFormatError e) {
+            throw new CheckpointError(e.file(), e.problem(), e);
+        }
     }
 
     private static byte[] stateJson(State s, String modelSha, String optSha, Tokenizer tokenizer, byte[] tokenizerBin) {

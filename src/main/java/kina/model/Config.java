@@ -8,11 +8,15 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import kina.io.FileCap;
+import kina.io.TensorJson;
 
 /**
  * The sizes of a StoryLM decoder. {@code kvHeads} key/value heads are shared by groups of
@@ -75,6 +79,30 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         return new Config(name, vocab, dModel, heads, kvHeads, seq, layers, mlpHidden, ropeBase, eps, toy);
     }
 
+    /**
+     * The fields where {@code asked} differs from this config (a checkpoint's), in component order,
+     * each as {@code seq 64 there, 32 asked}; empty when they are equal.
+     */
+    public String differences(Config asked) {
+        List<String> d = new ArrayList<>();
+        differ(d, "name", name, asked.name);
+        differ(d, "vocab", vocab, asked.vocab);
+        differ(d, "dModel", dModel, asked.dModel);
+        differ(d, "heads", heads, asked.heads);
+        differ(d, "kvHeads", kvHeads, asked.kvHeads);
+        differ(d, "seq", seq, asked.seq);
+        differ(d, "layers", layers, asked.layers);
+        differ(d, "mlpHidden", mlpHidden, asked.mlpHidden);
+        differ(d, "ropeBase", ropeBase, asked.ropeBase);
+        differ(d, "eps", eps, asked.eps);
+        differ(d, "toy", toy, asked.toy);
+        return String.join(", ", d);
+    }
+
+    private static void differ(List<String> d, String field, Object there, Object asked) {
+        if (!Objects.equals(there, asked)) d.add(field + " " + there + " there, " + asked + " asked");
+    }
+
     /** Features per head: dModel / heads. */
     public int headDim() { return dModel / heads; }
 
@@ -107,12 +135,18 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
     private static final List<String> KEYS =
             List.of("name", "vocab", "d_model", "heads", "kv_heads", "seq", "layers", "mlp_hidden", "rope_base", "eps", "toy");
 
-    /** Reads a config from a JSON object file; the name defaults to the file name without .json. */
-    public static Config load(Path json) {
+    /** {@link #load(Path, FileCap)} under {@link FileCap#DEFAULT}. */
+    public static Config load(Path json) { return load(json, FileCap.DEFAULT); }
+
+    /**
+     * Reads a config from a JSON object file; the name defaults to the file name without .json.
+     * ConfigError (one line) for a missing or unreadable file, one over {@code cap}, bad JSON or a bad config.
+     */
+    public static Config load(Path json, FileCap cap) {
         String where = json.toString();
         String text;
         try {
-            String big = kina.ir.Limits.tooLarge(Files.size(json));
+            String big = cap.tooLarge(Files.size(json));
             if (big != null) throw new ConfigError(where, big);
             text = Files.readString(json);
         } catch (NoSuchFileException e) {
@@ -124,7 +158,7 @@ public record Config(String name, int vocab, int dModel, int heads, int kvHeads,
         try {
             node = new ObjectMapper().readTree(text);
         } catch (JacksonException e) {
-            throw new ConfigError(where, "not valid JSON: " + kina.eval.TensorJson.plain(e.getOriginalMessage()), e);
+            throw new ConfigError(where, "not valid JSON: " + TensorJson.plain(e.getOriginalMessage()), e);
         }
         String stem = json.getFileName().toString().replaceFirst("\\.json$", "");
         return fromJson(where, node, stem);

@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import kina.io.FileCap;
 
 /**
  * A training text as bytes (the {@link ByteTokenizer}'s tokens), split into a training part and a
@@ -45,13 +46,23 @@ public final class Corpus {
         this.split = (int) Math.round(bytes.length * (1 - validFraction));
     }
 
-    /** {@code file}, or the embedded corpus when {@code file} is null; 10% validation. */
+    /** {@code file}, or the embedded corpus when {@code file} is null; 10% validation, under {@link FileCap#DEFAULT}. */
     public static Corpus load(Path file) {
-        return load(file, DEFAULT_VALID_FRACTION);
+        return load(file, DEFAULT_VALID_FRACTION, FileCap.DEFAULT);
     }
 
-    /** {@code file}, or the embedded corpus when {@code file} is null. */
+    /** {@code file}, or the embedded corpus when {@code file} is null; 10% validation; DataError for a file over {@code cap}. */
+    public static Corpus load(Path file, FileCap cap) {
+        return load(file, DEFAULT_VALID_FRACTION, cap);
+    }
+
+    /** {@code file}, or the embedded corpus when {@code file} is null, under {@link FileCap#DEFAULT}. */
     public static Corpus load(Path file, double validFraction) {
+        return load(file, validFraction, FileCap.DEFAULT);
+    }
+
+    /** {@code file}, or the embedded corpus when {@code file} is null; DataError for a file over {@code cap}. */
+    public static Corpus load(Path file, double validFraction, FileCap cap) {
         if (file == null) return embedded(validFraction);
         String name = file.toString();
         long size;
@@ -64,7 +75,7 @@ public final class Corpus {
         }
         if (Files.isDirectory(file)) throw new DataError(name, "is a directory, not a text file");
         if (size > MAX_BYTES) throw new DataError(name, "too large: " + size + " bytes (the limit is " + MAX_BYTES + ")");
-        String big = kina.ir.Limits.tooLarge(size);
+        String big = cap.tooLarge(size);
         if (big != null) throw new DataError(name, big);
         byte[] b;
         try {

@@ -15,20 +15,20 @@ import kina.ir.Program;
 public final class GradientWorker {
     private final MicroBatchJob job;
     private final ParameterLayout layout;
-    private final Trainer.Runner grad;
+    private final Runner grad;
     private final Batches batches;
     private final Tensor cos, sin;
     private final String programHash;
 
     /** Compiles the job's gradient program for {@code engine}. */
-    public GradientWorker(MicroBatchJob job, Trainer.Engine engine) {
+    public GradientWorker(MicroBatchJob job, Engine engine) {
         this.job = job;
         this.layout = new ParameterLayout(job.config());
         Program p = job.gradientProgram();
         this.programHash = MicroBatchJob.hash(p);
         this.grad = engine.compile(p);
         this.batches = job.batches();
-        Tensor[] tables = Trainer.ropeTables(job.config());
+        Tensor[] tables = Rope.tables(job.config());
         this.cos = tables[0];
         this.sin = tables[1];
     }
@@ -55,7 +55,7 @@ public final class GradientWorker {
         GradientTree tree = new GradientTree();
         int rows = job.rows(), t = job.config().seq();
         for (int i = from; i < to; i++) {
-            Trainer.tokens(batches.rows(step, i * rows, (i + 1) * rows), t, in);
+            Batches.tokens(batches.rows(step, i * rows, (i + 1) * rows), t, in);
             List<Tensor> out = grad.run(in);                 // (loss_sum, g_w… in layout order)
             float[] g = new float[layout.size()];
             for (int k = 0; k < layout.weights().size(); k++) ParameterLayout.pack(out.get(k + 1), g, layout.offset(k));

@@ -44,7 +44,7 @@ public interface GradientWorkers extends AutoCloseable {
     }
 
     /** One worker in this process: the whole tree of every step here (gradient accumulation), with {@code engine}. */
-    static Factory inProcess(Trainer.Engine engine) {
+    static Factory inProcess(Engine engine) {
         return job -> {
             GradientWorker w = new GradientWorker(job, engine);
             return new GradientWorkers() {

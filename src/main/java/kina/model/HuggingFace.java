@@ -12,8 +12,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import kina.eval.Tensor;
+import kina.io.AtomicFiles;
+import kina.io.FileCap;
 import kina.io.HfDirectory;
 import kina.io.ModelFileError;
+import kina.io.SafeTensors;
 import kina.ir.DType;
 import kina.ir.TensorType;
 
@@ -120,10 +123,13 @@ public final class HuggingFace {
      *
      * @throws ModelFileError naming the field, tensor or token kina cannot read or represent
      */
-    public static ImportedModel read(Path dir, String name, Integer seq) {
+    public static ImportedModel read(Path dir, String name, Integer seq) { return read(dir, name, seq, FileCap.DEFAULT); }
+
+    /** {@link #read(Path, String, Integer)} with each file of the directory at most {@code cap} bytes. */
+    public static ImportedModel read(Path dir, String name, Integer seq, FileCap cap) {
         String where = dir.toString();
         if (!Files.isDirectory(dir)) throw new ModelFileError(where, Files.exists(dir) ? "not a directory" : "directory not found");
-        HfDirectory.LlamaConfig h = HfDirectory.config(dir);
+        HfDirectory.LlamaConfig h = HfDirectory.config(dir, cap);
         String cfgFile = dir.resolve(CONFIG).toString();
         int hd = h.hidden() / h.heads();
         if (h.hidden() % h.heads() != 0 || h.headDim() != null && h.headDim() != hd)
@@ -133,12 +139,12 @@ public final class HuggingFace {
         Config c = config(cfgFile, n, h.vocab(), h.hidden(), h.heads(), h.kvHeads(), window(cfgFile, "max_position_embeddings", h.maxPositions(), seq),
                 h.layers(), h.intermediate(), h.ropeTheta(), h.eps());
         List<String> notes = new ArrayList<>();
-        Tokenizer tok = tokenizer(dir, c.vocab(), notes);
+        Tokenizer tok = tokenizer(dir, c.vocab(), notes, cap);
 
         Map<String, Tensor> hf = new LinkedHashMap<>();
         Map<String, Path> from = new HashMap<>();
-        for (Map.Entry<Path, List<String>> f : HfDirectory.weightFiles(dir).entrySet()) {
-            Map<String, Tensor> got = SafeTensors.decode(f.getKey(), HfDirectory.bytes(f.getKey()), true).tensors();
+        for (Map.Entry<Path, List<String>> f : HfDirectory.weightFiles(dir, cap).entrySet()) {
+            Map<String, Tensor> got = SafeTensors.decode(f.getKey(), HfDirectory.bytes(f.getKey(), cap), true).tensors();
             for (String want : f.getValue())
                 if (!got.containsKey(want)) throw new ModelFileError(f.getKey().toString(), "no tensor '" + want + "', which " + HfDirectory.INDEX + " puts here");
             for (Map.Entry<String, Tensor> e : got.entrySet()) {
@@ -192,8 +198,8 @@ public final class HuggingFace {
     }
 
     /** The tokenizer of an HF directory: tokenizer.json's (with a matching tokenizer.bin's scores), else bytes for vocab 256. */
-    private static Tokenizer tokenizer(Path dir, int vocab, List<String> notes) {
-        kina.io.Vocabulary v = HfDirectory.tokenizer(dir);
+    private static Tokenizer tokenizer(Path dir, int vocab, List<String> notes, FileCap cap) {
+        kina.io.Vocabulary v = HfDirectory.tokenizer(dir, cap);
         String file = dir.resolve(HfDirectory.TOKENIZER).toString();
         if (v == null) {
             if (vocab != ByteTokenizer.VOCAB)
@@ -206,7 +212,7 @@ public final class HuggingFace {
         Path bin = dir.resolve(Checkpoint.TOKENIZER_FILE);
         if (tok instanceof BpeTokenizer && Files.exists(bin)) {
             try {
-                BpeTokenizer exact = BpeTokenizer.fromLlama2c(bin.toString(), HfDirectory.bytes(bin), vocab);
+                BpeTokenizer exact = BpeTokenizer.fromLlama2c(bin.toString(), HfDirectory.bytes(bin, cap), vocab);
                 boolean same = true;
                 for (int i = 0; i < vocab && same; i++) same = java.util.Arrays.equals(exact.piece(i), tok.piece(i));
                 if (same) tok = exact;

@@ -68,7 +68,7 @@ public final class Llama2c {
         each(b, w, f > 0 ? layers : 0, "w_down", true, 0);           // w2
         each(b, w, f > 0 ? layers : 0, "w_up", true, 0);             // w3
         put(b, w, "final_norm", false, 0);
-        Tensor[] rope = Trainer.ropeTables(c);
+        Tensor[] rope = Rope.tables(c);
         for (Tensor t : rope) for (double x : t.floats()) b.putFloat((float) x);
         put(b, w, "lm_head", true, 0);
         if (b.hasRemaining()) throw new IllegalStateException("model.bin size miscounted: " + b.remaining() + " bytes left");

@@ -5,6 +5,7 @@ import java.awt.Color;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
+import kina.io.AtomicFiles;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.BitmapEncoder.BitmapFormat;
 import org.knowm.xchart.XYChart;
@@ -24,7 +25,7 @@ public final class LossPlot {
     /**
      * Writes the chart to {@code png}. {@code train} and {@code val} hold (step, loss) pairs; either
      * may be empty; non-finite losses are left out. {@code baseline} NaN draws no baseline.
-     * CheckpointError when the file cannot be written.
+     * FileFormatError (kina.io) when the file cannot be written.
      */
     public static void write(Path png, List<double[]> train, List<double[]> val, double baseline) {
         AtomicFiles.write(png, render(train, val, baseline, 800, 500));

@@ -45,7 +45,7 @@ public final class Sampler {
         this.c = c;
         this.weights = weights;
         this.mode = mode;
-        Tensor[] t = Trainer.ropeTables(c);
+        Tensor[] t = Rope.tables(c);
         this.cos = t[0];
         this.sin = t[1];
         int l = c.seq(), half = c.headDim() / 2;

@@ -11,30 +11,33 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.SplittableRandom;
 import kina.ad.TransformAd;
-import kina.eval.Interpreter;
-import kina.kernels.Parallel;
 import kina.eval.Tensor;
-import kina.eval.Value;
+import kina.io.FileCap;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;
-import kina.mlir.Native;
+import kina.kernels.Parallel;
 import kina.plan.Plan;
 
 /**
- * Trains a StoryLM decoder on byte-level text: one kina program per step (forward, transform_ad's
- * gradients, clipping and the optimizer update) run with new inputs each step by the compiled plan
- * (kina.plan, the default) or the host interpreter, which give the same bits, or natively (kina.mlir). The weights and
- * optimizer moments are carried by the step from run to run ({@link Runner}, Plan.carry): with the
- * plan they stay in its float buffers and become Tensors only to validate and to checkpoint. Deterministic: the
- * batch of step s depends only on (seed, s) and the learning rate only on (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
+ * The training loop of a StoryLM decoder: one kina program per step (forward, transform_ad's
+ * gradients, clipping and the optimizer update) run with new inputs each step by an {@link Engine}:
+ * the compiled plan (the default) or the host interpreter, which give the same bits, or natively.
+ * The weights and optimizer moments are carried by the step from run to run ({@link Runner}): with
+ * the plan they stay in its float buffers and become Tensors only to validate and to checkpoint.
+ * Deterministic: the batch of step s depends only on (seed, s) and the learning rate only on
+ * (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
  *
  * <p>With {@code microBatches} M ≥ 1 a step is a micro-batch tree instead ({@link MicroBatchJob}):
  * a gradient program per micro-batch, run by {@link GradientWorkers} (in this process, or on a
  * cluster), their sums added by the {@link GradientTree}, and an update program here. The bits
  * then depend on M but not on the workers.
+ *
+ * <p>The loop's parts live in files of their own: the engines and runners ({@link Engine},
+ * {@link Runner}), the starting weights and moments ({@link Init}), the RoPE tables
+ * ({@link Rope}), the memory check and peak RSS ({@link MemoryGuard}), a batch's input tensors
+ * ({@link Batches#tokens}), the config comparison of a resume ({@link Config#differences}).
  */
 public final class Trainer {
 
@@ -42,12 +45,22 @@ public final class Trainer {
      * What to train and how. {@code resume} may be null; {@code out} receives checkpoints and the plot.
      * {@code microBatches}: 0 for one program per step (the default), else M, the micro-batches of a
      * step ({@link MicroBatchJob}); {@code workers}: who computes their gradients (null: this
-     * process, with {@code engine}), used only when M ≥ 1. The config's vocab is the tokenizer's.
+     * process, with {@code engine}), used only when M ≥ 1. The config's vocab is the tokenizer's; {@code cap}
+     * bounds the size of each file of the checkpoint resumed from.
      */
     public record Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                           int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
                           Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers,
-                          Tokenizer tokenizer) {
+                          Tokenizer tokenizer, FileCap cap) {
+        /** The options with the default size cap on the checkpoint resumed from ({@link FileCap#DEFAULT}). */
+        public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
+                       int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
+                       Progress.Mode progress, Engine engine, int microBatches, GradientWorkers.Factory workers,
+                       Tokenizer tokenizer) {
+            this(config, batch, steps, optimizer, lr, warmup, seed, threads, out, evalEvery, evalBatches, checkpointEvery,
+                    resume, progress, engine, microBatches, workers, tokenizer, FileCap.DEFAULT);
+        }
+
         /** The options with one program per step, over {@code tokenizer}'s ids. */
         public Options(Config config, int batch, int steps, Optimizer optimizer, double lr, int warmup, long seed,
                        int threads, Path out, int evalEvery, int evalBatches, int checkpointEvery, Path resume,
@@ -81,123 +94,6 @@ public final class Trainer {
         }
     }
 
-    /** What runs the step and validation programs; the plan and the interpreter give the same bits. */
-    public enum Engine {
-        /** The compiled plan (kina.plan), compiled once per run: the default. */
-        PLAN,
-        /** The host interpreter, let by let. */
-        INTERPRETER,
-        /**
-         * The program as the plan rewrites it (its fusions) lowered to MLIR and built into a shared
-         * object (kina.mlir.Native; cached by content), called once per step: results within
-         * rounding of the others, not the same bits.
-         */
-        NATIVE;
-
-        /** {@code plan}, {@code interpreter} or {@code native}; a KinaException naming them otherwise. */
-        public static Engine parse(String s) {
-            return switch (s) {
-                case "plan" -> PLAN;
-                case "interpreter" -> INTERPRETER;
-                case "native" -> NATIVE;
-                default -> throw new kina.ir.KinaException(null, "--engine " + s + ": unknown (plan, interpreter or native)");
-            };
-        }
-
-        /** Compiles {@code p} for this engine: a function from inputs to the flattened result, which may carry state. */
-        public Runner compile(Program p) {
-            return switch (this) {
-                case PLAN -> new PlanRunner(Plan.compile(p));
-                case INTERPRETER -> new InterpreterRunner(p);
-                case NATIVE -> new NativeRunner(Native.compile(Plan.compile(p).program()));
-            };
-        }
-    }
-
-    /**
-     * A compiled program: inputs by name to the flattened result, with {@link Plan#carry}'s contract
-     * for state carried from run to run (the trainer carries weights and optimizer moments). Once
-     * {@link #carry} is called, {@link #run} takes only the inputs that are not carried and returns
-     * only the outputs that are not carried.
-     */
-    public sealed interface Runner permits PlanRunner, InterpreterRunner, NativeRunner {
-        /** After every run, output k (an index into the flattened result) becomes input name's value. */
-        void carry(Map<String, Integer> inputToOutput);
-
-        /** Sets carried input {@code name}. */
-        void set(String name, Tensor value);
-
-        /** The value of carried input {@code name} (the plan: a fresh Tensor; the interpreter: the one it returned, not to be modified). */
-        Tensor get(String name);
-
-        /** One run: the inputs that are not carried to the outputs that are not carried. */
-        List<Tensor> run(Map<String, Tensor> inputs);
-    }
-
-    /** The plan engine: carried values stay in the plan's float buffers between runs. */
-    public record PlanRunner(Plan plan) implements Runner {
-        public void carry(Map<String, Integer> inputToOutput) { plan.carry(inputToOutput); }
-        public void set(String name, Tensor value) { plan.set(name, value); }
-        public Tensor get(String name) { return plan.get(name); }
-        public List<Tensor> run(Map<String, Tensor> inputs) { return plan.run(inputs); }
-    }
-
-    /**
-     * The native engine: carried values stay in the shared object's native buffers between runs;
-     * each run uses {@link Parallel#threads} threads, as the plan does.
-     */
-    record NativeRunner(Native lib) implements Runner {
-        public void carry(Map<String, Integer> inputToOutput) { lib.carry(inputToOutput); }
-        public void set(String name, Tensor value) { lib.set(name, value); }
-        public Tensor get(String name) { return lib.get(name); }
-        public List<Tensor> run(Map<String, Tensor> inputs) {
-            lib.threads(Parallel.threads());
-            return lib.run(inputs);
-        }
-    }
-
-    /**
-     * The interpreter engine: carried values are kept as the Tensors the interpreter returned; a
-     * value set with the wrong type is refused by the interpreter at the next run (its input check).
-     */
-    static final class InterpreterRunner implements Runner {
-        private final Program p;
-        private Map<String, Integer> carry = Map.of();
-        private java.util.Set<Integer> carriedOutputs = java.util.Set.of();
-        private final Map<String, Tensor> values = new HashMap<>();
-
-        InterpreterRunner(Program p) { this.p = p; }
-
-        public void carry(Map<String, Integer> inputToOutput) {
-            carry = new LinkedHashMap<>(inputToOutput);
-            carriedOutputs = java.util.Set.copyOf(inputToOutput.values());
-            values.clear();
-        }
-
-        public void set(String name, Tensor value) {
-            if (!carry.containsKey(name)) throw new kina.ir.KinaException(null, "carry: " + name + " is not a carried input");
-            values.put(name, value);
-        }
-
-        public Tensor get(String name) {
-            Tensor t = values.get(name);
-            if (t == null) throw new kina.ir.KinaException(null, "carry: " + name + " is not a carried input with a value");
-            return t;
-        }
-
-        public List<Tensor> run(Map<String, Tensor> inputs) {
-            for (String name : inputs.keySet())
-                if (carry.containsKey(name)) throw new kina.ir.KinaException(null, "carry: " + name + " is carried; give it with set, not to run");
-            Map<String, Tensor> in = new HashMap<>(inputs);
-            in.putAll(values);
-            List<Tensor> all = flatten(new Interpreter(in).run(p));
-            carry.forEach((name, k) -> values.put(name, all.get(k)));
-            List<Tensor> out = new ArrayList<>();
-            for (int k = 0; k < all.size(); k++) if (!carriedOutputs.contains(k)) out.add(all.get(k));
-            return out;
-        }
-    }
-
     /**
      * The outcome of a run: it trained from step {@code fromStep} (0, or the resumed checkpoint's
      * step) to step {@code steps}; {@code tokens} counts only the steps this run trained.
@@ -215,9 +111,9 @@ public final class Trainer {
                     ? String.format(Locale.ROOT, "for %d steps (%,d tokens)", steps, tokens)
                     : String.format(Locale.ROOT, "from step %d to step %d (%d step%s, %,d tokens)", fromStep, steps,
                             steps - fromStep, steps - fromStep == 1 ? "" : "s", tokens);
-            String memory = (arenaBytes >= 0 ? String.format(Locale.ROOT, "; arena %s", mib(arenaBytes)) : "")
-                    + (validationArenaBytes >= 0 ? String.format(Locale.ROOT, " (validation %s)", mib(validationArenaBytes)) : "")
-                    + (peakRssBytes > 0 ? String.format(Locale.ROOT, "; peak RSS %s", mib(peakRssBytes)) : "");
+            String memory = (arenaBytes >= 0 ? String.format(Locale.ROOT, "; arena %s", MemoryGuard.mib(arenaBytes)) : "")
+                    + (validationArenaBytes >= 0 ? String.format(Locale.ROOT, " (validation %s)", MemoryGuard.mib(validationArenaBytes)) : "")
+                    + (peakRssBytes > 0 ? String.format(Locale.ROOT, "; peak RSS %s", MemoryGuard.mib(peakRssBytes)) : "");
             return String.format(Locale.ROOT,
                     "trained %s %s in %s: train loss %.4f, validation loss %.4f nats/byte "
                             + "(unigram baseline %.4f); checkpoint %s; loss curve %s%s",
@@ -246,46 +142,9 @@ public final class Trainer {
         if (o.microBatches() > 0 && !(tok instanceof ByteTokenizer))
             throw new kina.ir.KinaException(null, "--micro-batches with --tokenizer bpe: the micro-batch tree reads byte-level text only; train the BPE without --micro-batches");
         this.weights = StoryLm.weights(c);
-        Tensor[] tables = ropeTables(c);
+        Tensor[] tables = Rope.tables(c);
         this.cos = tables[0];
         this.sin = tables[1];
-    }
-
-    /** cos / sin [T, hd/2] F32: θ(t, i) = t · base^(−2i/hd) (half-split RoPE). */
-    public static Tensor[] ropeTables(Config c) {
-        int t = c.seq(), half = c.headDim() / 2;
-        double[] cs = new double[t * half], sn = new double[t * half];
-        for (int pos = 0; pos < t; pos++)
-            for (int i = 0; i < half; i++) {
-                double theta = pos * StrictMath.pow(c.ropeBase(), -2.0 * i / c.headDim());
-                cs[pos * half + i] = StrictMath.cos(theta);
-                sn[pos * half + i] = StrictMath.sin(theta);
-            }
-        TensorType tt = TensorType.host(DType.F32, t, half);
-        return new Tensor[] {Tensor.ofFloats(tt, cs), Tensor.ofFloats(tt, sn)};
-    }
-
-    /** Initial weights: N(0, 0.02) matrices (output projections scaled by 1/√(2·layers)), norm gains 1. */
-    public static Map<String, Tensor> init(Config c, long seed) {
-        SplittableRandom rng = new SplittableRandom(Batches.mix(seed, -1));
-        Map<String, Tensor> w = new LinkedHashMap<>();
-        for (StoryLm.Weight wt : StoryLm.weights(c)) {
-            int n = Math.toIntExact(new kina.ir.Shape(wt.shape()).vol());
-            double[] d = new double[n];
-            if (wt.rank() == 1) java.util.Arrays.fill(d, 1.0);
-            else {
-                double std = 0.02;
-                if (wt.name().endsWith("_wo") || wt.name().endsWith("_w_down")) std /= Math.sqrt(2.0 * c.layers());
-                for (int i = 0; i < n; i++) d[i] = std * gaussian(rng);
-            }
-            w.put(wt.name(), Tensor.ofFloats(TensorType.host(DType.F32, wt.shape()), d));
-        }
-        return w;
-    }
-
-    private static double gaussian(SplittableRandom r) {
-        double u = 1 - r.nextDouble(), v = r.nextDouble();
-        return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
     }
 
     /** Learning rate of step s (0-based): linear warm-up, then cosine decay to a tenth. */
@@ -373,11 +232,11 @@ public final class Trainer {
     public Summary run(PrintStream log, PrintStream notes) {
         Parallel.setThreads(o.threads());
         long t0 = System.nanoTime();
-        Checkpoint.Loaded ck = o.resume() != null ? Checkpoint.load(o.resume()) : null;
+        Checkpoint.Loaded ck = o.resume() != null ? Checkpoint.load(o.resume(), o.cap()) : null;
         if (ck != null) {
             if (!ck.state().config().equals(c))
                 throw new CheckpointError(ck.dir(), ck.state().config().name().equals(c.name())
-                        ? "was trained with config " + c.name() + " but " + differences(ck.state().config(), c)
+                        ? "was trained with config " + c.name() + " but " + ck.state().config().differences(c)
                           + " (resume with the checkpoint's --seq, or without --seq)"
                         : "was trained with config " + ck.state().config().name() + ", not " + c.name());
             ck.requireWeights(types(""));
@@ -412,8 +271,8 @@ public final class Trainer {
         step.carry(carried(c, o.optimizer()));
         long arena, validationArena;
         try {
-            arena = requireMemory(c, o.batch(), o.optimizer(), step, eval);   // before the plans allocate their arenas
-            validationArena = eval instanceof PlanRunner(Plan p) ? p.arenaBytes() : -1;
+            arena = MemoryGuard.requireMemory(c, o.batch(), o.optimizer(), step, eval);   // before the plans allocate their arenas
+            validationArena = eval instanceof Runner.PlanRunner(Plan p) ? p.arenaBytes() : -1;
             if (validationArena >= 0) arena -= validationArena;              // the step's own, as bench reports it
         } catch (RuntimeException e) {
             steps.close();
@@ -428,14 +287,14 @@ public final class Trainer {
         long start = 0;
         if (ck != null) {
             w.putAll(ck.weights());
-            state.putAll(ck.moments().isEmpty() ? zeroMoments(c, o.optimizer()) : ck.moments());
+            state.putAll(ck.moments().isEmpty() ? Init.moments(c, o.optimizer()) : ck.moments());
             start = ck.state().step();
             trainCurve.addAll(ck.state().trainLoss());
             valCurve.addAll(ck.state().valLoss());
             log.printf(Locale.ROOT, "resuming %s from %s at step %d%n", c.name(), ck.dir(), start);
         } else {
-            w.putAll(init(c, o.seed()));
-            state.putAll(zeroMoments(c, o.optimizer()));
+            w.putAll(Init.weights(c, o.seed()));
+            state.putAll(Init.moments(c, o.optimizer()));
         }
         log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, engine %s%s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
@@ -500,71 +359,7 @@ public final class Trainer {
         }
         long done = Math.max(0, o.steps() - start);
         return new Summary(c, start, o.steps(), done * tokensPerStep, lastLoss, lastVal, baseline,
-                Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve, arena, validationArena, peakRssBytes());
-    }
-
-    /**
-     * The arenas of the plans among {@code runners} (−1 when none is a plan), after checking that
-     * they, their constants and the carried weights and optimizer moments fit in the heap the JVM
-     * may grow to ({@link Runtime#maxMemory}); a plan allocates its arena on its first run, so this
-     * comes before any. Throws a one-line KinaException saying how much the step needs otherwise.
-     */
-    public static long requireMemory(Config c, int batch, Optimizer opt, Runner... runners) {
-        long arena = 0, constants = 0;
-        boolean any = false;
-        for (Runner r : runners)
-            if (r instanceof PlanRunner(Plan p)) {
-                arena += p.arenaBytes();
-                constants += p.constantBytes();
-                any = true;
-            }
-        if (!any) return -1;
-        long params = 0;
-        for (StoryLm.Weight w : StoryLm.weights(c)) {
-            long n = 1;
-            for (long d : w.shape()) n *= d;
-            params += n;
-        }
-        long carried = params * Float.BYTES * carried(c, opt).size() / StoryLm.weights(c).size();   // weights and moments
-        long need = arena + constants + carried, max = Runtime.getRuntime().maxMemory();
-        if (max != Long.MAX_VALUE && need > max)
-            throw new kina.ir.KinaException(null, String.format(Locale.ROOT,
-                    "config %s at seq %d, batch %d: the train step needs %s (arena %s, weights and optimizer state %s) "
-                            + "but the JVM may use %s; lower --batch or --seq, or raise the limit (KINA_JAVA_OPTS=-Xmx%dg)",
-                    c.name(), c.seq(), batch, mib(need), mib(arena), mib(carried + constants), mib(max),
-                    (long) Math.ceil(need * 1.25 / (1L << 30))));
-        return arena;
-    }
-
-    /** Bytes in MiB or GiB, one decimal: {@code 312.4 MiB}, {@code 6.2 GiB}. */
-    static String mib(long bytes) {
-        return bytes >= 1L << 30 ? String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30))
-                : String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1L << 20));
-    }
-
-    /** The process's peak resident set in bytes (VmHWM of /proc/self/status), −1 where there is none (not Linux). */
-    public static long peakRssBytes() {
-        try {
-            for (String l : Files.readAllLines(Path.of("/proc/self/status")))
-                if (l.startsWith("VmHWM:")) return Long.parseLong(l.replaceAll("[^0-9]", "")) * 1024;
-        } catch (IOException | RuntimeException e) {
-            return -1;       // no procfs
-        }
-        return -1;
-    }
-
-    /** The fields where two configs of one name differ, as {@code seq 64 there, 32 asked}. */
-    private static String differences(Config was, Config now) {
-        java.util.List<String> d = new java.util.ArrayList<>();
-        try {
-            for (var rc : Config.class.getRecordComponents()) {
-                Object a = rc.getAccessor().invoke(was), b = rc.getAccessor().invoke(now);
-                if (!java.util.Objects.equals(a, b)) d.add(rc.getName() + " " + a + " there, " + b + " asked");
-            }
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
-        }
-        return String.join(", ", d);
+                Duration.ofNanos(System.nanoTime() - t0), lastCk, plot, trainCurve, valCurve, arena, validationArena, MemoryGuard.peakRssBytes());
     }
 
     /** Creates {@code out} (and its parents) up front, so a bad --out fails before training, not at the first checkpoint. */
@@ -591,15 +386,6 @@ public final class Trainer {
         List<StoryLm.Weight> ws = StoryLm.weights(c);
         for (StoryLm.Weight wt : ws) m.put(wt.name(), m.size());
         for (String st : opt.state()) for (StoryLm.Weight wt : ws) m.put(st + "_" + wt.name(), m.size());
-        return m;
-    }
-
-    /** A fresh run's optimizer moments: +0.0 for every state and weight, F32. */
-    public static Map<String, Tensor> zeroMoments(Config c, Optimizer opt) {
-        Map<String, Tensor> m = new LinkedHashMap<>();
-        for (String st : opt.state())
-            for (StoryLm.Weight wt : StoryLm.weights(c))
-                m.put(st + "_" + wt.name(), kina.eval.Kernels.fill(TensorType.host(DType.F32, wt.shape()), 0.0));
         return m;
     }
 
@@ -703,22 +489,9 @@ public final class Trainer {
     }
 
     private void batchInputs(Batches.Batch b, Map<String, Tensor> in) {
-        tokens(b, c.seq(), in);
+        Batches.tokens(b, c.seq(), in);
         in.put("cos", cos);
         in.put("sin", sin);
-    }
-
-    /** Puts a batch's {@code ids} [rows, t] and {@code targets} [rows·t] (I64) into {@code in}. */
-    public static void tokens(Batches.Batch b, int t, Map<String, Tensor> in) {
-        int bs = b.inputs().length;
-        long[] ids = new long[bs * t], tg = new long[bs * t];
-        for (int i = 0; i < bs; i++)
-            for (int j = 0; j < t; j++) {
-                ids[i * t + j] = b.inputs()[i][j];
-                tg[i * t + j] = b.targets()[i][j];
-            }
-        in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, bs, t), ids));
-        in.put("targets", Tensor.ofInts(TensorType.host(DType.I64, (long) bs * t), tg));
     }
 
     private Path save(long step, Map<String, Tensor> w, Map<String, Tensor> state, List<double[]> train, List<double[]> val) {
@@ -757,16 +530,6 @@ public final class Trainer {
 
     /** A [1, 1] F32 scalar. */
     public static Tensor scalar(double v) { return Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {v}); }
-
-    private static List<Tensor> flatten(Value v) {
-        List<Tensor> out = new ArrayList<>();
-        switch (v) {
-            case Tensor t -> out.add(t);
-            case Value.Tuple tup -> tup.elems().forEach(e -> out.addAll(flatten(e)));
-            case Value.Closure cl -> throw new IllegalStateException("a train step ended in fn " + cl.name());
-        }
-        return out;
-    }
 
     static String human(Duration d) {
         long s = d.toSeconds();

@@ -13,9 +13,13 @@ import kina.ir.Instr.*;
 import kina.ir.Shape;
 import kina.ir.TensorType;
 import kina.ir.Var;
+import kina.kernels.AttentionProducts;
+import kina.kernels.FlashAttention;
+import kina.kernels.Fusion;
 import kina.kernels.Matmul;
-import kina.plan.PlanKernels.Binary;
-import kina.plan.PlanKernels.Unary;
+import kina.kernels.PlanKernels;
+import kina.kernels.PlanKernels.Binary;
+import kina.kernels.PlanKernels.Unary;
 
 /**
  * Binds each step of the schedule to its kernel over the arena's buffers: one switch over the
@@ -254,7 +258,7 @@ final class Bind {
                 return () -> PlanKernels.range(n, 1, (from, to) -> PlanKernels.swigluSigmoidRange(g, u, z, sg, from, to));
             };
             case Elementwise _ -> {
-                Fusion.Group grp = Fusion.group(s, ir);
+                Fusion.Group grp = FusedGroups.of(s, ir);
                 yield buf -> Fusion.bind(grp, buf);
             }
         };

@@ -18,6 +18,7 @@ import kina.ir.Rhs;
 import kina.ir.TensorType;
 import kina.ir.Type;
 import kina.ir.Var;
+import kina.kernels.Fusion;
 
 /**
  * The elementwise rule of the rewrite table: chains of F32 / F64 neg, sqrt, add, sub, mul, div
@@ -59,7 +60,7 @@ final class FuseElementwise {
         for (int i = 0; i < n; i++)
             if (g.instr(i) instanceof Instr.Broadcast(Var x, var _)) {
                 Var out = g.let(i).var();
-                if (floating(g.type(out)) && !g.pinned(out) && Fusion.leaf(g.type(x).shape(), g.type(out).shape()) != null) leafSrc.put(out, x);
+                if (floating(g.type(out)) && !g.pinned(out) && Fusion.readsInPlace(g.type(x).shape(), g.type(out).shape())) leafSrc.put(out, x);
             }
         for (int i = 0; i < n; i++) if (step(g, i) && !fusibleStep(g, i)) for (Var a : g.instr(i).operands()) leafSrc.remove(a);
         // ---- uniform fills (constants) read as scalars ----

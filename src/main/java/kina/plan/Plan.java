@@ -14,6 +14,7 @@ import kina.ir.Instr;
 import kina.ir.Let;
 import kina.ir.Program;
 import kina.ir.TensorType;
+import kina.kernels.Fusion;
 import kina.kernels.VectorApi;
 
 /**
@@ -60,7 +61,7 @@ public final class Plan {
         this.groups = new Fusion.Group[n];
         for (int i = 0; i < n; i++) {
             facts[i] = new Bind.Facts(unread);
-            if (ir.steps.get(i).instr() instanceof Instr.Elementwise) groups[i] = Fusion.group(ir.steps.get(i), ir);
+            if (ir.steps.get(i).instr() instanceof Instr.Elementwise) groups[i] = FusedGroups.of(ir.steps.get(i), ir);
         }
         long slotSum = 0;
         for (Slots.Slot sl : ir.slots)

@@ -17,6 +17,7 @@ import kina.mlir.MlirTools;
 import kina.mlir.Toolchain;
 import kina.model.Config;
 import kina.model.Corpus;
+import kina.model.Engine;
 import kina.model.Optimizer;
 import kina.model.Progress;
 import kina.model.Trainer;
@@ -124,7 +125,7 @@ class CHostTest {
         assertThat(c).as(String.join("\n", out)).hasSize(steps);
 
         Trainer.Options o = new Trainer.Options(Config.byName("tiny"), 2, steps, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0), 3e-3, 3,
-                11, 1, null, steps, 1, steps, null, Progress.Mode.OFF, Trainer.Engine.PLAN);
+                11, 1, null, steps, 1, steps, null, Progress.Mode.OFF, Engine.PLAN);
         List<double[]> plan = new Trainer(o, Corpus.embedded()).run(new PrintStream(OutputStream.nullOutputStream())).trainCurve();
         double worst = 0;
         for (int i = 0; i < steps; i++) {

@@ -7,7 +7,7 @@ import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import kina.check.Checker;
-import kina.eval.Npy;
+import kina.io.Npy;
 import kina.eval.Tensor;
 import kina.syntax.Parser;
 import org.junit.jupiter.api.Test;

@@ -13,7 +13,7 @@ import kina.model.Batches;
 import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.Corpus;
-import kina.model.Trainer;
+import kina.model.Init;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -45,7 +45,7 @@ class ModelCommandTest {
         Checkpoint.Loaded ck = Checkpoint.load(dir.resolve("init"));
         assertThat(ck.state().step()).isZero();
         assertThat(ck.moments()).isEmpty();
-        Map<String, Tensor> want = Trainer.init(Config.byName("tiny"), 11);
+        Map<String, Tensor> want = Init.weights(Config.byName("tiny"), 11);
         assertThat(ck.weights().keySet()).containsExactlyElementsOf(want.keySet());
         for (var e : want.entrySet()) {
             double[] w = e.getValue().floats(), got = ck.weights().get(e.getKey()).floats();

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import kina.ad.TransformAd;
+import kina.io.Npy;
 import kina.ir.DType;
 import kina.ir.Program;
 import kina.ir.TensorType;

@@ -9,6 +9,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import kina.eval.Tensor;
+import kina.io.AtomicFiles;
+import kina.io.AtomicFilesKnobs;
+import kina.io.SafeTensors;
 import kina.ir.DType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -48,23 +51,23 @@ class CheckpointCrashTest {
         long total;
         FailingSink count = new FailingSink(Long.MAX_VALUE);
         try {
-            AtomicFiles.sink = count;
+            AtomicFilesKnobs.sink(count);
             Checkpoint.save(root.resolve("probe"), CheckpointTest.state(2), CheckpointTest.weights(2), m);
         } finally {
-            AtomicFiles.sink = AtomicFiles.WHOLE;
+            AtomicFilesKnobs.whole();
         }
         total = Long.MAX_VALUE - count.budget;
         assertThat(total).isGreaterThan(500);
         int failed = 0;
         for (long k = 0; k < total; k++) {
             try {
-                AtomicFiles.sink = new FailingSink(k);
+                AtomicFilesKnobs.sink(new FailingSink(k));
                 long at = k;
                 assertThatThrownBy(() -> Checkpoint.save(root, CheckpointTest.state(2), CheckpointTest.weights(2), m))
                         .as("a save failing at byte %d", at).isInstanceOf(CheckpointError.class)
                         .hasMessageContaining("No space left on device");
             } finally {
-                AtomicFiles.sink = AtomicFiles.WHOLE;
+                AtomicFilesKnobs.whole();
             }
             Checkpoint.Loaded after = Checkpoint.load(root);
             assertThat(after.dir()).isEqualTo(before.dir());
@@ -86,11 +89,11 @@ class CheckpointCrashTest {
         Checkpoint.save(root, CheckpointTest.state(1), CheckpointTest.weights(1), m);
         long model = SafeTensors.encode(CheckpointTest.weights(2), Map.of("format", "pt")).length;
         try {
-            AtomicFiles.sink = new FailingSink(model + 10);       // the model file written, the optimizer's cut
+            AtomicFilesKnobs.sink(new FailingSink(model + 10));       // the model file written, the optimizer's cut
             assertThatThrownBy(() -> Checkpoint.save(root, CheckpointTest.state(2), CheckpointTest.weights(2), m))
                     .isInstanceOf(CheckpointError.class);
         } finally {
-            AtomicFiles.sink = AtomicFiles.WHOLE;
+            AtomicFilesKnobs.whole();
         }
         Path half = root.resolve("step-000002");
         assertThatThrownBy(() -> Checkpoint.load(half)).isInstanceOf(CheckpointError.class)

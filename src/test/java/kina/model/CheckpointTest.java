@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import kina.eval.Tensor;
+import kina.io.SafeTensors;
 import kina.ir.DType;
 import kina.ir.Placement;
 import kina.ir.Shape;

@@ -37,6 +37,19 @@ class ConfigTest {
         assertThat(Config.byName("long").withSeq(4096)).isEqualTo(new Config("long", 256, 256, 8, 8, 4096, 4, 688, 10000, 1e-5, false));
     }
 
+    /** A resume names every field that differs, as the record calls it; a new field fails here until differences compares it. */
+    @Test void differencesNameEveryFieldThatDiffers() {
+        Config a = new Config("a", 256, 64, 2, 2, 64, 2, 172, 10000, 1e-5, false);
+        Config b = new Config("b", 512, 128, 4, 2, 32, 3, 100, 500000, 1e-6, true);
+        assertThat(a.differences(a)).isEmpty();
+        assertThat(a.differences(a.withSeq(32))).isEqualTo("seq 64 there, 32 asked");
+        String all = a.differences(b);
+        for (var rc : Config.class.getRecordComponents())
+            if (!rc.getName().equals("kvHeads")) assertThat(all).as(rc.getName()).contains(rc.getName() + " ");
+        assertThat(all).doesNotContain("kvHeads").contains("ropeBase 10000.0 there, 500000.0 asked").endsWith("toy false there, true asked");
+        assertThat(a.differences(new Config("a", 256, 64, 2, 1, 64, 2, 172, 10000, 1e-5, false))).isEqualTo("kvHeads 2 there, 1 asked");
+    }
+
     @Test void seqOverrideIsBounded() {
         assertThatThrownBy(() -> Config.byName("long").withSeq(4097)).isInstanceOf(ConfigError.class)
                 .hasMessage("config long: --seq 4097: must be in [1, 4096]");

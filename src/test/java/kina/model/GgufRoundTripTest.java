@@ -69,7 +69,7 @@ class GgufRoundTripTest {
         Config c = new Config("r", 256, 32, 2, 2, 16, 1, 48, Config.ROPE_BASE, Config.EPS, false);
         assertThatThrownBy(() -> LlamaCpp.write(Config.byName("storylm0"), Map.of(), new ByteTokenizer(), false)).isInstanceOf(ConfigError.class).hasMessageContaining("toy");
         Config noMlp = new Config("nomlp", 256, 32, 4, 1, 8, 3, 0, Config.ROPE_BASE, Config.EPS, false);
-        assertThatThrownBy(() -> LlamaCpp.write(noMlp, Trainer.init(noMlp, 1), new ByteTokenizer(), false)).hasMessageContaining("mlp_hidden 0");
+        assertThatThrownBy(() -> LlamaCpp.write(noMlp, Init.weights(noMlp, 1), new ByteTokenizer(), false)).hasMessageContaining("mlp_hidden 0");
         assertThatThrownBy(() -> LlamaCpp.read("m.gguf", withMeta(c, "general.architecture", Gguf.Value.string("qwen2")), null, "m", null))
                 .isInstanceOf(ModelFileError.class).hasMessage("m.gguf: general.architecture \"qwen2\": kina imports llama models");
         assertThatThrownBy(() -> LlamaCpp.read("m.gguf", withMeta(c, "tokenizer.ggml.model", Gguf.Value.string("gpt2")), null, "m", null))

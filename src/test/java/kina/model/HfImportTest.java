@@ -9,7 +9,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import kina.eval.Npy;
+import kina.io.Npy;
 import kina.eval.Tensor;
 import kina.io.ModelFileError;
 import kina.io.TokenizerJson;

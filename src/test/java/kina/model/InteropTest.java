@@ -10,8 +10,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
-import kina.eval.Npy;
 import kina.eval.Tensor;
+import kina.io.Npy;
+import kina.io.SafeTensors;
 import kina.ir.DType;
 import kina.ir.TensorType;
 import kina.plan.Plan;
@@ -66,7 +67,7 @@ class InteropTest {
     @Test void writeThenReadIsTheIdentity() {
         for (Config c : new Config[] {Config.byName("tiny"),
                 new Config("nomlp", 256, 32, 4, 1, 8, 3, 0, Config.ROPE_BASE, Config.EPS, false)}) {
-            Map<String, Tensor> w = Trainer.init(c, 9);
+            Map<String, Tensor> w = Init.weights(c, 9);
             java.util.SplittableRandom r = new java.util.SplittableRandom(4);   // norm gains start at 1: make each distinct
             w.replaceAll((k, v) -> k.endsWith("norm") ? Tensor.ofFloats(v.type(), r.doubles(v.size()).map(x -> (float) (0.5 + x)).toArray()) : v);
             Llama2c.Model back = Llama2c.read("x.bin", Llama2c.write(c, w), c.name());
@@ -90,14 +91,14 @@ class InteropTest {
 
     @Test void whatTheFormatsCannotHoldIsRefusedByName() {
         Config tiny = Config.byName("tiny");
-        Map<String, Tensor> w = Trainer.init(tiny, 1);
+        Map<String, Tensor> w = Init.weights(tiny, 1);
         Config base = new Config("tiny", 256, 64, 2, 2, 64, 2, 172, 500000, Config.EPS, false);
         assertThatThrownBy(() -> Llama2c.write(base, w)).isInstanceOf(ConfigError.class).hasMessageContaining("rope_base 500000.0");
         Config eps = new Config("tiny", 256, 64, 2, 2, 64, 2, 172, Config.ROPE_BASE, 1e-6, false);
         assertThatThrownBy(() -> Llama2c.write(eps, w)).hasMessageContaining("eps 1.0E-6");
         assertThatThrownBy(() -> Llama2c.write(Config.byName("storylm0"), w)).hasMessageContaining("toy");
         Config noMlp = new Config("nomlp", 256, 32, 4, 1, 8, 3, 0, Config.ROPE_BASE, Config.EPS, false);
-        assertThatThrownBy(() -> HuggingFace.tensors(noMlp, Trainer.init(noMlp, 1))).hasMessageContaining("mlp_hidden 0");
+        assertThatThrownBy(() -> HuggingFace.tensors(noMlp, Init.weights(noMlp, 1))).hasMessageContaining("mlp_hidden 0");
     }
 
     @Test void aBrokenFileIsOneLine() {
@@ -117,7 +118,7 @@ class InteropTest {
 
     static Tensor logits(Config c, Map<String, Tensor> w) {
         Map<String, Tensor> in = new HashMap<>(w);
-        Tensor[] rope = Trainer.ropeTables(c);
+        Tensor[] rope = Rope.tables(c);
         in.put("ids", Tensor.ofInts(TensorType.host(DType.I64, 1, c.seq()), IDS));
         in.put("cos", rope[0]);
         in.put("sin", rope[1]);

@@ -80,7 +80,7 @@ class MicroBatchTreeTest {
     @Test void theLayoutIsEveryWeightInParameterOrder() {
         Config c = Config.byName("tiny");
         ParameterLayout layout = new ParameterLayout(c);
-        Map<String, Tensor> w = Trainer.init(c, 5);
+        Map<String, Tensor> w = Init.weights(c, 5);
         float[] flat = layout.flatten(w::get);
         assertThat(flat).hasSize(layout.size());
         Map<String, Tensor> back = layout.tensors(flat, "");
@@ -112,7 +112,7 @@ class MicroBatchTreeTest {
 
     static Trainer.Options options(Path out, int batch, int microBatches, GradientWorkers.Factory workers) {
         return new Trainer.Options(Config.byName("tiny"), batch, 3, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0), 3e-3, 1,
-                7, 2, out, 3, 1, 3, null, Progress.Mode.OFF, Trainer.Engine.PLAN, microBatches, workers);
+                7, 2, out, 3, 1, 3, null, Progress.Mode.OFF, Engine.PLAN, microBatches, workers);
     }
 
     /** A run's raw bits: each step's loss, then every weight and moment at its end. */
@@ -129,7 +129,7 @@ class MicroBatchTreeTest {
     static GradientWorkers.Factory workers(int n, boolean leftFold) {
         return job -> {
             List<GradientWorker> ws = new ArrayList<>();
-            for (int p = 0; p < n; p++) ws.add(new GradientWorker(job, Trainer.Engine.PLAN));
+            for (int p = 0; p < n; p++) ws.add(new GradientWorker(job, Engine.PLAN));
             return new GradientWorkers() {
                 public List<GradientTree.Subtree> gradients(long step, float[] params) {
                     int per = job.microBatches() / n;
@@ -171,7 +171,7 @@ class MicroBatchTreeTest {
         Path run = dir.resolve("run");
         new Trainer(options(run, 4, 2, null), corpus).run(TrainerTest.QUIET);
         Trainer.Options more = new Trainer.Options(Config.byName("tiny"), 4, 4, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0), 3e-3, 1,
-                7, 2, dir.resolve("more"), 3, 1, 3, run, Progress.Mode.OFF, Trainer.Engine.PLAN, 4, null);
+                7, 2, dir.resolve("more"), 3, 1, 3, run, Progress.Mode.OFF, Engine.PLAN, 4, null);
         String notes = TrainerTest.capture(err -> new Trainer(more, corpus).run(TrainerTest.QUIET, err));
         assertThat(notes).contains("note: the checkpoint's steps were trees of 2 micro-batches; these are trees of 4 micro-batches");
     }

@@ -20,14 +20,14 @@ class SamplerTest {
     /** The full-window mode: each step reruns the window program, the window sliding by one past seq. */
     @Test void topOneFollowsTheInterpretersArgmaxPastTheWindow() {
         Config c = Config.byName("tiny");
-        Map<String, Tensor> w = Trainer.init(c, 7);
+        Map<String, Tensor> w = Init.weights(c, 7);
         int[] prompt = {'T', 'h', 'e', ' '};
         int n = c.seq() + 6;                                   // past one window: the text slides
         List<Integer> got = new ArrayList<>();
         new Sampler(c, w, Sampler.Mode.FULL_WINDOW).generate(prompt, n, 1.0, 1, 3, got::add);
 
         Program logits = StoryLm.logits(c);
-        Tensor[] rope = Trainer.ropeTables(c);
+        Tensor[] rope = Rope.tables(c);
         List<Integer> text = new ArrayList<>();
         for (int b : prompt) text.add(b);
         for (int step = 0; step < n; step++) {
@@ -49,7 +49,7 @@ class SamplerTest {
     /** Temperature 0 is greedy: whatever the seed and top-k, the tokens top-k 1 draws (the interpreter's argmax, above). */
     @Test void temperatureZeroIsGreedyAsTopOne() {
         Config c = Config.byName("tiny");
-        Map<String, Tensor> w = Trainer.init(c, 7);
+        Map<String, Tensor> w = Init.weights(c, 7);
         int[] prompt = {'T', 'h', 'e', ' '};
         List<Integer> topOne = new ArrayList<>(), coldA = new ArrayList<>(), coldB = new ArrayList<>();
         Sampler s = new Sampler(c, w);
@@ -65,7 +65,7 @@ class SamplerTest {
     @ValueSource(strings = {"tiny", "gqa"})
     void decodeStepLogitsEqualTheWindowsBitForBit(String name) {
         Config c = name.equals("gqa") ? new Config("gqa", 256, 64, 4, 2, 24, 2, 40, Config.ROPE_BASE, Config.EPS, false) : Config.byName(name);
-        Map<String, Tensor> w = Trainer.init(c, 11);
+        Map<String, Tensor> w = Init.weights(c, 11);
         SplittableRandom r = new SplittableRandom(5);
         int t = c.seq(), v = c.vocab();
         int[] text = new int[t];
@@ -84,7 +84,7 @@ class SamplerTest {
     /** Within the window both modes draw the same tokens; past it the cache slides and still generates. */
     @Test void theCacheSamplesWhatTheWindowSamples() {
         Config c = Config.byName("tiny");
-        Map<String, Tensor> w = Trainer.init(c, 3);
+        Map<String, Tensor> w = Init.weights(c, 3);
         int[] prompt = {'A', ' '};
         List<Integer> a = new ArrayList<>(), b = new ArrayList<>();
         Sampler kv = new Sampler(c, w);

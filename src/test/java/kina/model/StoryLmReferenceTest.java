@@ -13,6 +13,7 @@ import kina.eval.Interpreter;
 import kina.eval.Oracle;
 import kina.eval.Tensor;
 import kina.eval.Value;
+import kina.io.SafeTensors;
 import kina.ir.Program;
 import kina.syntax.Parser;
 import org.junit.jupiter.api.BeforeAll;

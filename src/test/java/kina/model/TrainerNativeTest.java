@@ -18,15 +18,15 @@ import org.junit.jupiter.api.Test;
  */
 class TrainerNativeTest {
 
-    static Trainer.Options options(Trainer.Engine engine, int steps) {
+    static Trainer.Options options(Engine engine, int steps) {
         return new Trainer.Options(Config.byName("tiny"), 2, steps, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0), 3e-3, 3,
                 11, 1, null, steps, 1, steps, null, Progress.Mode.OFF, engine);
     }
 
     @Test void fiftyNativeStepsOnTinyFollowThePlansLossesWithin1e4() {
         MlirTools.require();
-        Trainer.Summary plan = new Trainer(options(Trainer.Engine.PLAN, 50), TrainerTest.slice()).run(TrainerTest.QUIET);
-        Trainer.Summary nat = new Trainer(options(Trainer.Engine.NATIVE, 50), TrainerTest.slice()).run(TrainerTest.QUIET);
+        Trainer.Summary plan = new Trainer(options(Engine.PLAN, 50), TrainerTest.slice()).run(TrainerTest.QUIET);
+        Trainer.Summary nat = new Trainer(options(Engine.NATIVE, 50), TrainerTest.slice()).run(TrainerTest.QUIET);
         assertThat(nat.trainCurve()).hasSize(50);
         double worst = 0;
         for (int i = 0; i < 50; i++) {
@@ -48,7 +48,7 @@ class TrainerNativeTest {
                 let x = tensor<F32, [2], @host> in
                 (w + x, w * x)
                 """;
-        Trainer.Runner r = Trainer.Engine.NATIVE.compile(Trainer.compile(kina.check.Checker.check(kina.syntax.Parser.parse("<carry>", src))));
+        Runner r = Engine.NATIVE.compile(Trainer.compile(kina.check.Checker.check(kina.syntax.Parser.parse("<carry>", src))));
         r.carry(Map.of("w", 1));
         Tensor two = Tensor.of(DType.F32, new long[] {2}, 1, 2);
         r.set("w", two);

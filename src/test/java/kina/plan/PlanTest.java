@@ -18,7 +18,7 @@ import kina.ad.TransformAd;
 import kina.check.Checker;
 import kina.eval.EvalError;
 import kina.eval.Interpreter;
-import kina.eval.Npy;
+import kina.io.Npy;
 import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.eval.Value;

@@ -5,11 +5,11 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import kina.model.Config;
+import kina.model.Engine;
 import kina.model.GradientTree;
 import kina.model.GradientWorker;
 import kina.model.MicroBatchJob;
 import kina.model.ParameterLayout;
-import kina.model.Trainer;
 
 /**
  * The executor side of {@link SparkWorkers}: compiled gradient workers kept per executor JVM, one
@@ -32,7 +32,7 @@ final class Tasks {
             idle = IDLE.computeIfAbsent(job.jobKey(), k -> new ConcurrentLinkedDeque<>());
         }
         GradientWorker w = idle.poll();
-        if (w == null) w = new GradientWorker(microBatchJob(job), Trainer.Engine.PLAN);
+        if (w == null) w = new GradientWorker(microBatchJob(job), Engine.PLAN);
         if (!w.programHash().equals(st.programHash()))
             throw new IllegalStateException("this executor's gradient program has hash " + w.programHash() + ", the driver's "
                     + st.programHash() + ": run the same kina jar on the driver and every executor");

@@ -12,6 +12,7 @@ import kina.eval.Tensor;
 import kina.model.Checkpoint;
 import kina.model.Config;
 import kina.model.Corpus;
+import kina.model.Engine;
 import kina.model.GradientTree;
 import kina.model.GradientWorkers;
 import kina.model.Optimizer;
@@ -33,7 +34,7 @@ final class Runs {
     /** {@code workers} null: one process (plain kina, no Spark). */
     static Trainer.Options options(Path out, Path resume, GradientWorkers.Factory workers) {
         return new Trainer.Options(Config.byName("tiny"), 8, STEPS, new Optimizer.AdamW(0.9, 0.95, 1e-8, 0.01, 1.0), 3e-3, 1,
-                7, 2, out, STEPS, 1, 1, resume, Progress.Mode.OFF, Trainer.Engine.PLAN, MICRO_BATCHES, workers);
+                7, 2, out, STEPS, 1, 1, resume, Progress.Mode.OFF, Engine.PLAN, MICRO_BATCHES, workers);
     }
 
     private static int[] single;

@@ -7,9 +7,9 @@ import java.util.Arrays;
 import kina.ir.KinaException;
 import kina.model.Config;
 import kina.model.GradientTree;
+import kina.model.Init;
 import kina.model.MicroBatchJob;
 import kina.model.ParameterLayout;
-import kina.model.Trainer;
 import org.junit.jupiter.api.Test;
 
 /** The master URLs kina reads, the wire form of a part, and the executors' check of the driver's program hash (no Spark context). */
@@ -45,7 +45,7 @@ class SparkProviderTest {
         MicroBatchJob job = new MicroBatchJob(c, "slice", text, text.length, 4, 2, 1);
         String hash = MicroBatchJob.hash(job.gradientProgram());
         SparkWorkers.JobSpec spec = new SparkWorkers.JobSpec("key-" + hash, c.toJson().toString(), "slice", text, 4, 2, 1, hash);
-        byte[] params = ParameterLayout.encode(new ParameterLayout(c).flatten(Trainer.init(c, 1)::get));
+        byte[] params = ParameterLayout.encode(new ParameterLayout(c).flatten(Init.weights(c, 1)::get));
         GradientTree.Subtree part = Tasks.subtree(spec, new SparkWorkers.StepSpec(0, hash, params), 1, 2);
         assertThat(part.from()).isEqualTo(1);
         assertThat(part.to()).isEqualTo(2);

@@ -16,13 +16,16 @@ import kina.ir.TensorType;
 import kina.model.Batches;
 import kina.model.Config;
 import kina.model.Corpus;
+import kina.model.Engine;
 import kina.model.GradientTree;
 import kina.model.GradientWorkers;
+import kina.model.Init;
 import kina.model.MicroBatchJob;
 import kina.model.Optimizer;
 import kina.model.ParameterLayout;
+import kina.model.Rope;
+import kina.model.Runner;
 import kina.model.StoryLm;
-import kina.model.Trainer;
 import kina.syntax.Parser;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -48,7 +51,7 @@ public final class StepBench {
         Corpus corpus = Corpus.embedded();
         MicroBatchJob job = MicroBatchJob.of(c, corpus, batch, m, 1);
         ParameterLayout layout = new ParameterLayout(c);
-        Map<String, Tensor> weights = Trainer.init(c, 1);
+        Map<String, Tensor> weights = Init.weights(c, 1);
         float[] params = layout.flatten(weights::get);
         Map<String, Tensor> fixed = new HashMap<>(weights);      // weights, zero moments, step scalars
         for (String st : opt.state())
@@ -56,16 +59,16 @@ public final class StepBench {
                 fixed.put(st + "_" + w.name(), Tensor.ofFloats(TensorType.host(DType.F32, w.shape()),
                         new double[Math.toIntExact(new kina.ir.Shape(w.shape()).vol())]));
         for (String s : new String[] {"lr", "bc1", "bc2"}) fixed.put(s, Tensor.ofFloats(TensorType.host(DType.F32, 1, 1), new double[] {1e-3}));
-        Trainer.Runner whole = Trainer.Engine.PLAN.compile(compile(StoryLm.trainStep(c, batch, opt)));
-        Trainer.Runner update = Trainer.Engine.PLAN.compile(compile(StoryLm.updateStep(c, opt, job.scale())));
+        Runner whole = Engine.PLAN.compile(compile(StoryLm.trainStep(c, batch, opt)));
+        Runner update = Engine.PLAN.compile(compile(StoryLm.updateStep(c, opt, job.scale())));
         Batches train = corpus.trainBatches(batch, c.seq(), 1);
-        Tensor[] rope = Trainer.ropeTables(c);
+        Tensor[] rope = Rope.tables(c);
 
         JavaSparkContext sc = new JavaSparkContext(new SparkConf().setMaster("local[4]").setAppName("kina StepBench")
                 .set("spark.ui.enabled", "false").set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1"));
         sc.setLogLevel("WARN");
         Map<String, GradientWorkers> trees = new LinkedHashMap<>();
-        trees.put("tree, this process", GradientWorkers.inProcess(Trainer.Engine.PLAN).open(job));
+        trees.put("tree, this process", GradientWorkers.inProcess(Engine.PLAN).open(job));
         for (int n = 1; n <= Math.min(4, m); n *= 2)
             trees.put("tree, spark " + n + " task" + (n == 1 ? "" : "s"), new SparkWorkers(sc, false, n, job, SparkWorkers.Fault.NONE));
 
@@ -73,7 +76,7 @@ public final class StepBench {
         long[] step = {0};
         variants.put("one program", () -> {
             Map<String, Tensor> in = new HashMap<>(fixed);
-            Trainer.tokens(train.at(step[0]), c.seq(), in);
+            Batches.tokens(train.at(step[0]), c.seq(), in);
             in.put("cos", rope[0]);
             in.put("sin", rope[1]);
             whole.run(in);

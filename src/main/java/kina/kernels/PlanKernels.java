@@ -1,12 +1,11 @@
-package kina.plan;
+package kina.kernels;
 
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
-import kina.kernels.KinaMath;
-import kina.kernels.Parallel;
+import kina.ir.Instr.AttnOpts;
 
 /**
  * The plan's native kernels over raw buffers: F32 as {@code float[]}, F64 as {@code double[]},
@@ -23,7 +22,7 @@ import kina.kernels.Parallel;
  * values from an earlier run must not survive). Work is split over {@link Parallel} by independent
  * outputs only (element ranges, rows, heads), never inside one output's reduction.
  */
-final class PlanKernels {
+public final class PlanKernels {
     private PlanKernels() {}
 
     /** Elements per parallel chunk of an elementwise kernel. */
@@ -33,7 +32,7 @@ final class PlanKernels {
     static final long PARALLEL_MIN = 1L << 18;
 
     /** Runs {@code body(from, to)} over [0, n) in chunks, in parallel when large. */
-    static void range(int n, int costPerElement, RangeBody body) {
+    public static void range(int n, int costPerElement, RangeBody body) {
         int chunks = (n + CHUNK - 1) / CHUNK;
         if (chunks <= 1 || (long) n * costPerElement < PARALLEL_MIN) { body.run(0, n); return; }
         Parallel.forEach(chunks, (long) n * costPerElement, c -> body.run(c * CHUNK, Math.min(n, (c + 1) * CHUNK)));
@@ -53,18 +52,18 @@ final class PlanKernels {
     }
 
     /** A range of independent outputs. */
-    interface RangeBody { void run(int from, int to); }
+    public interface RangeBody { void run(int from, int to); }
 
     // ---- elementwise, F32 -----------------------------------------------------------------------
 
     /** The unary elementwise instructions with a float-native loop. */
-    enum Unary { NEG, EXP, LOG, SQRT, RSQRT, TANH, SIGMOID, RECIPROCAL, SILU, RELU }
+    public enum Unary { NEG, EXP, LOG, SQRT, RSQRT, TANH, SIGMOID, RECIPROCAL, SILU, RELU }
 
     /** σ(v) = 1 / (1 + exp(−v)), as Kernels.sigmoid at F32. */
     static float sigmoid(float v) { return 1f / (1f + KinaMath.exp(-v)); }
 
     /** y[i] = f(x[i]) for i in [from, to); as Kernels.neg/exp/log/sqrt/rsqrt/tanh/sigmoid/reciprocal/silu/relu. */
-    static void unary(Unary op, float[] x, float[] y, int from, int to) {
+    public static void unary(Unary op, float[] x, float[] y, int from, int to) {
         switch (op) {
             case NEG -> { for (int i = from; i < to; i++) y[i] = -x[i]; }
             case EXP -> KinaMath.exp(x, from, y, from, to - from);
@@ -80,10 +79,10 @@ final class PlanKernels {
     }
 
     /** The binary elementwise instructions with a native loop. */
-    enum Binary { ADD, SUB, MUL, DIV, MAXIMUM, SWIGLU }
+    public enum Binary { ADD, SUB, MUL, DIV, MAXIMUM, SWIGLU }
 
     /** z[i] = a[i] op b[i] for i in [from, to); as Kernels.add/sub/mul/div/maximum/swiglu. */
-    static void binary(Binary op, float[] a, float[] b, float[] z, int from, int to) {
+    public static void binary(Binary op, float[] a, float[] b, float[] z, int from, int to) {
         switch (op) {
             case ADD -> { for (int i = from; i < to; i++) z[i] = a[i] + b[i]; }
             case SUB -> { for (int i = from; i < to; i++) z[i] = a[i] - b[i]; }
@@ -112,7 +111,7 @@ final class PlanKernels {
      * swiglu that also keeps σ(a): s[i] = σ(a[i]) and z[i] = a[i]·s[i]·b[i] for i in [from, to), the
      * roundings of {@link #swigluRange} and {@link #sigmoidRange} (Plan.sharedSigmoids).
      */
-    static void swigluSigmoidRange(float[] a, float[] b, float[] z, float[] s, int from, int to) {
+    public static void swigluSigmoidRange(float[] a, float[] b, float[] z, float[] s, int from, int to) {
         KinaMath.expNeg(a, from, s, from, to - from);
         int i = from, vEnd = from + FS.loopBound(to - from);
         FloatVector one = FloatVector.broadcast(FS, 1f);
@@ -150,7 +149,7 @@ final class PlanKernels {
     }
 
     /** The F64 twin of {@link #binary} for add, sub, mul, div, maximum. */
-    static void binary(Binary op, double[] a, double[] b, double[] z, int from, int to) {
+    public static void binary(Binary op, double[] a, double[] b, double[] z, int from, int to) {
         switch (op) {
             case ADD -> { for (int i = from; i < to; i++) z[i] = a[i] + b[i]; }
             case SUB -> { for (int i = from; i < to; i++) z[i] = a[i] - b[i]; }
@@ -173,7 +172,7 @@ final class PlanKernels {
      * The source offset of every output row (row = all output axes but the last) of a strided
      * view, out[o] = x[Σ o_i · stride_i]; the last axis then walks with stride[r − 1].
      */
-    static int[] rowOffsets(long[] outDims, long[] stride) {
+    public static int[] rowOffsets(long[] outDims, long[] stride) {
         int r = outDims.length;
         if (r == 0) return new int[] {0};
         long rowsL = 1;
@@ -194,7 +193,7 @@ final class PlanKernels {
     }
 
     /** out[row·w + j] = x[off[row] + j·s] (a copy: transpose, broadcast). */
-    static void strided(Object x, Object y, int[] off, int w, int s) {
+    public static void strided(Object x, Object y, int[] off, int w, int s) {
         switch (x) {
             case float[] a -> {
                 float[] b = (float[]) y;
@@ -231,7 +230,7 @@ final class PlanKernels {
      * As Kernels.sum: out[o, i] = x[o, 0, i], then out = out + x[o, c, i] in increasing c (each
      * element's order unchanged; the loop runs c outside i for locality); c = 0 gives +0.0.
      */
-    static void sum(float[] a, float[] y, int outer, int c, int inner) {
+    public static void sum(float[] a, float[] y, int outer, int c, int inner) {
         if (c == 0) { Arrays.fill(y, 0, outer * inner, 0f); return; }
         if (inner == 1) {
             rows(outer, c, 1, (f, t) -> foldRows(a, y, f, t, c));
@@ -283,7 +282,7 @@ final class PlanKernels {
      * sum, sub and mul steps round it (F32). d may be null (not needed); c = 0 gives
      * d = +0.0. Four rows' folds advance together (as {@link #foldRows}); the second pass is in lanes.
      */
-    static void softmaxGrad(float[] p, float[] dp, float[] ds, float[] d, int rows, int c) {
+    public static void softmaxGrad(float[] p, float[] dp, float[] ds, float[] d, int rows, int c) {
         if (c == 0) { if (d != null) Arrays.fill(d, 0, rows, 0f); return; }
         rows(rows, c, 4, (from, to) -> softmaxGradRows(p, dp, ds, d, from, to, c));
     }
@@ -329,7 +328,7 @@ final class PlanKernels {
     }
 
     /** The F64 twin of {@link #sum}. */
-    static void sum(double[] a, double[] y, int outer, int c, int inner) {
+    public static void sum(double[] a, double[] y, int outer, int c, int inner) {
         if (c == 0) { Arrays.fill(y, 0, outer * inner, 0d); return; }
         for (int o = 0; o < outer; o++) {
             int out = o * inner, in = o * c * inner;
@@ -344,7 +343,7 @@ final class PlanKernels {
     // ---- fused row-wise --------------------------------------------------------------------------
 
     /** As Kernels.logSoftmax / softmax along an axis (outer, c, inner). */
-    static void softmax(float[] a, float[] y, int outer, int c, int inner, boolean log) {
+    public static void softmax(float[] a, float[] y, int outer, int c, int inner, boolean log) {
         if (c == 0) return;
         if (inner == 1) { rows(outer, c, 4, (f, t) -> softmaxRows(a, y, f, t, c, log)); return; }
         rows(outer * inner, c, 4, (f, t) -> {
@@ -446,7 +445,7 @@ final class PlanKernels {
      * As Kernels.rmsnorm over rows of width dd: u = x (+ residual); ss = Σ u² sequential;
      * q = 1 / √(ss / dd + eps); y = u·q (·w). {@code w} and {@code res} may be null.
      */
-    static void rmsnorm(float[] a, float[] w, float[] res, float[] y, int rows, int dd, float eps) {
+    public static void rmsnorm(float[] a, float[] w, float[] res, float[] y, int rows, int dd, float eps) {
         rows(rows, dd, 4, (f, t) -> {
             Scratch sc = Scratch.get();
             float[] u = sc.rowsA = Scratch.atLeast(sc.rowsA, ROW_BLOCK * dd), sq = sc.rowsB = Scratch.atLeast(sc.rowsB, ROW_BLOCK * dd), ss = sc.rowS;
@@ -493,7 +492,7 @@ final class PlanKernels {
     }
 
     /** As Kernels.rope: x batch·[t, w], tables [L, half]; heads of width hd rotate their first 2·half dims. */
-    static void rope(float[] a, float[] cs, float[] sn, float[] y, int batch, int t, int w, int heads, int hd, int half, int start) {
+    public static void rope(float[] a, float[] cs, float[] sn, float[] y, int batch, int t, int w, int heads, int hd, int half, int start) {
         rows(batch * t, w, 4, (f, to) -> {
             System.arraycopy(a, f * w, y, f * w, (to - f) * w);          // the dims past the rotary ones pass through
             for (int bt = f; bt < to; bt++) {
@@ -523,13 +522,13 @@ final class PlanKernels {
     // ---- attention -------------------------------------------------------------------------------
 
     /** The static geometry of an attention instruction. */
-    record Attn(int batch, int rows, int l, int hd, int heads, int kv, int start, int window, int chunk,
+    public record Attn(int batch, int rows, int l, int hd, int heads, int kv, int start, int window, int chunk,
                 float alpha, float cap) {
         int groups() { return heads / kv; }
 
-        long lo(int row) { return kina.ir.Instr.AttnOpts.lo(start, window, chunk, row); }
+        long lo(int row) { return AttnOpts.lo(start, window, chunk, row); }
 
-        int hi(int row) { return kina.ir.Instr.AttnOpts.hi(start, row, l); }
+        int hi(int row) { return AttnOpts.hi(start, row, l); }
     }
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
@@ -613,18 +612,18 @@ final class PlanKernels {
     // ---- indexing (indices checked by the caller) ---------------------------------------------------
 
     /** True when idx[0, n) all lie in [0, bound). */
-    static boolean inRange(long[] idx, int n, long bound) {
+    public static boolean inRange(long[] idx, int n, long bound) {
         for (int i = 0; i < n; i++) if (idx[i] < 0 || idx[i] >= bound) return false;
         return true;
     }
 
     /** As Kernels.gather: y[i, :] = values[idx[i], :] (rows of width dd). */
-    static void gather(Object values, long[] idx, int n, int dd, Object y) {
+    public static void gather(Object values, long[] idx, int n, int dd, Object y) {
         for (int i = 0; i < n; i++) System.arraycopy(values, (int) idx[i] * dd, y, i * dd, dd);
     }
 
     /** As Kernels.takeAlongAxis: out[o, i] = values[o, idx[o, i], i]. */
-    static void takeAlongAxis(float[] v, long[] idx, float[] y, int outer, int c, int inner) {
+    public static void takeAlongAxis(float[] v, long[] idx, float[] y, int outer, int c, int inner) {
         for (int o = 0; o < outer; o++)
             for (int i = 0; i < inner; i++) {
                 int f = o * inner + i;
@@ -633,7 +632,7 @@ final class PlanKernels {
     }
 
     /** As Kernels.scatterAdd: out = +0.0, then out[idx[i], d] += u[i, d] in row-major order of i, then d. */
-    static void scatterAdd(float[] u, long[] idx, int n, int dd, float[] y, int size) {
+    public static void scatterAdd(float[] u, long[] idx, int n, int dd, float[] y, int size) {
         Arrays.fill(y, 0, size, 0f);
         for (int i = 0; i < n; i++) {
             int row = (int) idx[i] * dd;
@@ -642,7 +641,7 @@ final class PlanKernels {
     }
 
     /** As Kernels.scatterAlongAxis: out = +0.0, then out[o, idx[o, i], i] = u[o, i]. */
-    static void scatterAlongAxis(float[] u, long[] idx, float[] y, int outer, int c, int inner) {
+    public static void scatterAlongAxis(float[] u, long[] idx, float[] y, int outer, int c, int inner) {
         Arrays.fill(y, 0, outer * c * inner, 0f);
         for (int o = 0; o < outer; o++)
             for (int i = 0; i < inner; i++) {

@@ -1,4 +1,4 @@
-package kina.model;
+package kina.io;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -22,7 +22,7 @@ public final class AtomicFiles {
      * Writes one buffer to a temp file's channel. The default writes it all; tests put in one that
      * fails part way (an I/O error at a chosen byte offset, as a full disk would give).
      */
-    interface Sink {
+    public interface Sink {
         void write(FileChannel ch, java.nio.ByteBuffer buf) throws IOException;
 
         /** Forces the written bytes to disk. */
@@ -34,7 +34,7 @@ public final class AtomicFiles {
     /** The sink every write goes through: {@link #WHOLE} but in tests. */
     static volatile Sink sink = WHOLE;
 
-    /** Writes {@code bytes} to {@code target} atomically; CheckpointError when the file system refuses. */
+    /** Writes {@code bytes} to {@code target} atomically; FileFormatError (one line) when the file system refuses. */
     public static void write(Path target, byte[] bytes) {
         Path abs = target.toAbsolutePath();
         Path dir = abs.getParent();
@@ -55,7 +55,7 @@ public final class AtomicFiles {
             }
             tmp = null;
         } catch (IOException e) {
-            throw new CheckpointError(target, "cannot write: " + e.getMessage(), e);
+            throw new FileFormatError(target, "cannot write: " + e.getMessage(), e);
         } finally {
             if (tmp != null) try { Files.deleteIfExists(tmp); } catch (IOException ignored) { /* best effort */ }
         }

@@ -1,25 +1,22 @@
-package kina.plan;
+package kina.kernels;
 
-import static kina.plan.PlanTest.assertBitsAtOneAndTwoThreads;
-import static kina.plan.PlanTest.transformed;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import kina.kernels.Parallel;
 import kina.ir.DType;
-import kina.ir.Program;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * The compiled loops of fused groups ({@link FusedCode}) against the chunked pass of {@link Fusion}
  * they replace: bit for bit on random groups (every instruction, every kind of leaf, lane tails,
- * NaN, ±0, ±∞ and subnormal values, an output sharing an input's buffer), and in plans against the
- * interpreter. Raw bits everywhere except between two NaNs: when both operands of an add or a
- * multiply are NaN, which payload survives depends on the JIT tier (C2 commutes the operands; a
- * cold and a hot run of the chunked pass differ the same way), and a new class starts cold.
+ * NaN, ±0, ±∞ and subnormal values, an output sharing an input's buffer); in plans against the
+ * interpreter: kina.plan.FusedCodePlanTest. Raw bits everywhere except between two NaNs: when both
+ * operands of an add or a multiply are NaN, which payload survives depends on the JIT tier (C2
+ * commutes the operands; a cold and a hot run of the chunked pass differ the same way), and a new
+ * class starts cold.
  */
 class FusedCodeTest {
     private final int saved = FusedCode.minElements, savedLimit = FusedCode.cacheLimit;
@@ -153,46 +150,5 @@ class FusedCodeTest {
                 new Fusion.Leaf[] {new Fusion.Leaf(2, 1, 1)}, code))).isNull();
         FusedCode.minElements = 65;
         assertThat(FusedCode.of(run)).as("below minElements").isNull();
-    }
-
-    /** The optimizer's and the backward's groups of a train step, all compiled, against the interpreter at 1 and 2 threads. */
-    @Test void aTrainStepWithEveryGroupCompiledEqualsTheInterpreter() {
-        FusedCode.minElements = 0;
-        Program p = PlanTest.trainStep("tiny");
-        Plan plan = Plan.compile(p);
-        assertThat(plan.fusedSteps()).isGreaterThan(20);
-        assertBitsAtOneAndTwoThreads(plan, p, t -> 31 * t, "tiny train step, ");
-    }
-
-    /**
-     * Chains at 1 and 2 threads: over [300, 1032] with a column, a row and a scalar broadcast (whole
-     * vectors only), and over [300, 1027] with a scalar (308,100 elements: the compiled loop, then
-     * the chunked pass for the last 4).
-     */
-    @Test void largeChainsEqualTheInterpreterAtOneAndTwoThreads() {
-        String whole = """
-                let x = tensor<F32, [300, 1032], @host> in
-                let y = tensor<F32, [300, 1032], @host> in
-                let c = tensor<F32, [300, 1], @host> in
-                let b = tensor<F32, [1, 1032], @host> in
-                let s = tensor<F32, [1, 1], @host> in
-                let u = (x * c.broadcast([300, 1032]) + y).maximum(b.broadcast([300, 1032])) in
-                let v = (u * u + s.broadcast([300, 1032])).sqrt() / (y - x) in
-                (u, -v)
-                """;
-        String tail = """
-                let x = tensor<F32, [300, 1027], @host> in
-                let y = tensor<F32, [300, 1027], @host> in
-                let s = tensor<F32, [1, 1], @host> in
-                let u = (x * s.broadcast([300, 1027]) + y).maximum(x) in
-                let v = (u * u + s.broadcast([300, 1027])).sqrt() / (y - x) in
-                (u, -v)
-                """;
-        for (String src : new String[] {whole, tail}) {
-            Program p = transformed("large", src);
-            Plan plan = Plan.compile(p);
-            assertThat(plan.fusedSteps()).isGreaterThanOrEqualTo(6);
-            assertBitsAtOneAndTwoThreads(plan, p, t -> 5 * t, "");
-        }
     }
 }

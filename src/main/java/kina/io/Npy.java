@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.io;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
+import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Shape;
 import kina.ir.TensorType;
@@ -75,26 +76,32 @@ public final class Npy {
     /** A parsed header: the encoding, the shape, the element count and where the data starts. */
     private record Header(Elem elem, Shape shape, int count, long dataOffset) {}
 
-    /** Reads the tensor in {@code p} as a host tensor of the file's dtype and shape. */
-    public static Tensor read(Path p) {
+    /** Reads the tensor in {@code p} as a host tensor of the file's dtype and shape, under {@link FileCap#DEFAULT}. */
+    public static Tensor read(Path p) { return read(p, FileCap.DEFAULT); }
+
+    /** Reads the tensor in {@code p} as a host tensor of the file's dtype and shape; a file over {@code cap} is refused. */
+    public static Tensor read(Path p, FileCap cap) {
         try (FileChannel ch = open(p)) {
-            Header h = header(p, ch);
+            Header h = header(p, ch, cap);
             return data(p, ch, h, TensorType.host(h.elem.dtype, h.shape.dims()));
         } catch (IOException e) {
             throw ioError(p, "cannot read", e);
         }
     }
 
+    /** {@link #read(Path, TensorType, FileCap)} under {@link FileCap#DEFAULT}. */
+    public static Tensor read(Path p, TensorType expected) { return read(p, expected, FileCap.DEFAULT); }
+
     /**
      * Reads {@code p}, which must hold exactly {@code expected}'s dtype and shape (else an error
-     * naming both); the tensor gets {@code expected} as its type.
+     * naming both); the tensor gets {@code expected} as its type. A file over {@code cap} is refused.
      */
-    public static Tensor read(Path p, TensorType expected) {
+    public static Tensor read(Path p, TensorType expected, FileCap cap) {
         if (!expected.dtype().hostRunnable())
             throw new FileFormatError(p, "the program declares " + expected
                     + ", and host tensors are F32, F64, I64 or I1 only");
         try (FileChannel ch = open(p)) {
-            Header h = header(p, ch);
+            Header h = header(p, ch, cap);
             if (h.elem.dtype != expected.dtype() || !h.shape.equals(expected.shape()))
                 throw new FileFormatError(p, "holds " + h.elem.dtype + " " + h.shape + " ('" + h.elem.descr
                         + "'), but the program declares " + expected);
@@ -150,9 +157,9 @@ public final class Npy {
         }
     }
 
-    private static Header header(Path p, FileChannel ch) throws IOException {
+    private static Header header(Path p, FileChannel ch, FileCap cap) throws IOException {
         long size = ch.size();
-        String big = kina.ir.Limits.tooLarge(size);
+        String big = cap.tooLarge(size);
         if (big != null) throw new FileFormatError(p, big);
         if (size == 0) throw new FileFormatError(p, "empty file (0 bytes), not an .npy file");
         ByteBuffer pre = ByteBuffer.allocate((int) Math.min(size, 12)).order(ByteOrder.LITTLE_ENDIAN);

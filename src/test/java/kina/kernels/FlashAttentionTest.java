@@ -1,4 +1,4 @@
-package kina.plan;
+package kina.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -9,7 +9,6 @@ import kina.eval.AttentionKernels;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;
-import kina.kernels.Parallel;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 

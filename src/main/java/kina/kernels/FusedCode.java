@@ -1,4 +1,4 @@
-package kina.plan;
+package kina.kernels;
 
 import static java.lang.constant.ConstantDescs.CD_Object;
 import static java.lang.constant.ConstantDescs.CD_float;
@@ -112,8 +112,8 @@ final class FusedCode {
             SPECIES = ClassDesc.of("jdk.incubator.vector.VectorSpecies"),
             OPERATORS = ClassDesc.of("jdk.incubator.vector.VectorOperators"),
             UNARY = ClassDesc.of("jdk.incubator.vector.VectorOperators$Unary"),
-            FUSION = ClassDesc.of("kina.plan.Fusion"),
-            BODY = ClassDesc.of("kina.plan.FusedCode$Body");
+            FUSION = ClassDesc.of("kina.kernels.Fusion"),
+            BODY = ClassDesc.of("kina.kernels.FusedCode$Body");
     private static final MethodTypeDesc FROM = MethodTypeDesc.of(FV, SPECIES, CD_float.arrayType(), CD_int),
             INTO = MethodTypeDesc.of(CD_void, CD_float.arrayType(), CD_int),
             BROADCAST = MethodTypeDesc.of(FV, SPECIES, CD_float),
@@ -124,7 +124,7 @@ final class FusedCode {
                     CD_float.arrayType(), CD_int, CD_int);
 
     private static Body define(Fusion.Group g) {
-        byte[] bytes = ClassFile.of().build(ClassDesc.of("kina.plan.FusedBody"), cb -> cb
+        byte[] bytes = ClassFile.of().build(ClassDesc.of("kina.kernels.FusedBody"), cb -> cb
                 .withFlags(ClassFile.ACC_FINAL | ClassFile.ACC_SUPER)
                 .withInterfaceSymbols(BODY)
                 .withMethodBody(INIT_NAME, MTD_void, ClassFile.ACC_PUBLIC,

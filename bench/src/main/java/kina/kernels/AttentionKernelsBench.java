@@ -1,7 +1,6 @@
-package kina.plan;
+package kina.kernels;
 
 import java.util.SplittableRandom;
-import kina.kernels.Parallel;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Setup;
@@ -11,7 +10,7 @@ import org.openjdk.jmh.annotations.Setup;
  * 256 rows and keys, 8 heads of 32), µs per call: the forward (output and P), the backward's
  * products, and attention_qk + softmax_grad (+ attention_pk) as separate kernels against the one-pass
  * qkSoftmaxGrad (without and with dq).
- * In package kina.plan for the package-private kernels. Run (after bench/matmul.sh's builds):
+ * In package kina.kernels for the package-private kernels. Run (after bench/matmul.sh's builds):
  *
  *   java --add-modules jdk.incubator.vector -cp bench/target/benchmarks.jar:target/kina.jar \
  *       org.openjdk.jmh.Main AttentionKernelsBench -p threads=1

@@ -1,4 +1,4 @@
-package kina.model;
+package kina.io;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -47,7 +47,7 @@ class SafeTensorsTest {
     private String error(byte[] bytes) throws IOException {
         Path f = tmp.resolve("x.safetensors");
         Files.write(f, bytes);
-        return assertThatThrownBy(() -> SafeTensors.read(f)).isInstanceOf(CheckpointError.class).actual().getMessage()
+        return assertThatThrownBy(() -> SafeTensors.read(f)).isInstanceOf(FileFormatError.class).actual().getMessage()
                 .substring(f.toString().length() + 2);
     }
 

@@ -1,4 +1,4 @@
-package kina.plan;
+package kina.kernels;
 
 /**
  * The per-thread scratch of the plan's kernels: arrays grown on first use and kept for the thread's

@@ -1,11 +1,9 @@
-package kina.plan;
+package kina.kernels;
 
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 import kina.ir.Instr.AttnOpts;
-import kina.kernels.KinaMath;
-import kina.kernels.Parallel;
 
 /**
  * The plan's F32 kernels of causal attention, blockwise (FlashAttention-2): the forward's online
@@ -23,7 +21,7 @@ import kina.kernels.Parallel;
  * four rows' chains over a block (the output and dq), {@link AttentionProducts#pqRows} (sgemm's
  * micro-kernel) continuing each key's chains over a tile of rows (dk and dv).
  */
-final class FlashAttention {
+public final class FlashAttention {
     private FlashAttention() {}
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
@@ -53,7 +51,7 @@ final class FlashAttention {
      * sums (sequential folds, four rows side by side), then each row's output chains continued
      * over the block's keys. The output accumulates in y itself.
      */
-    static void forward(PlanKernels.Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] lse) {
+    public static void forward(PlanKernels.Attn g, float[] qa, float[] ka, float[] va, float[] sinks, float[] y, float[] lse) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int kStride = kv * hd, qStride = h * hd;
         long cost = (long) g.batch() * h * rows * Math.min(l, g.start() + rows) * hd * (y == null ? 1 : 2);
@@ -257,7 +255,7 @@ final class FlashAttention {
      * accumulators (so each key's terms come head by head, then row by row, as the reference's).
      * Last, α and the +0.0 of a chain with no term.
      */
-    static void backward(PlanKernels.Attn g, float[] qa, float[] ka, float[] va, float[] ga, float[] lse, float[] dd,
+    public static void backward(PlanKernels.Attn g, float[] qa, float[] ka, float[] va, float[] ga, float[] lse, float[] dd,
                          float[] dq, float[] dk, float[] dv) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int kStride = kv * hd, qStride = h * hd;

@@ -1,10 +1,8 @@
-package kina.plan;
+package kina.kernels;
 
-import kina.kernels.Matmul;
 import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
-import kina.kernels.Parallel;
 
 /**
  * The plan's F32 kernels of {@link kina.ir.Instr.AttentionProduct} (QK, PK, PQ), and the helpers the
@@ -20,7 +18,7 @@ import kina.kernels.Parallel;
  * them through memory per segment ran slower at T = 128. PQ runs on
  * sgemm's micro-kernel ({@link #pq}).
  */
-final class AttentionProducts {
+public final class AttentionProducts {
     private AttentionProducts() {}
 
     private static final VectorSpecies<Float> FS = FloatVector.SPECIES_PREFERRED;
@@ -57,7 +55,7 @@ final class AttentionProducts {
     // ---- QK: y[h, t, j] = Σ_e a[t, h, e]·b[j, kv(h), e] ------------------------------------------
 
     /** QK: a [batch, rows, H·hd], b [batch, l, KV·hd] → y [batch, H, rows, l], +0.0 where not attended. */
-    static void qk(PlanKernels.Attn g, float[] a, float[] b, float[] y) {
+    public static void qk(PlanKernels.Attn g, float[] a, float[] b, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int bStride = kv * hd, aStride = h * hd, kBlocks = (l + KB - 1) / KB, ps = oddStride(l + KB);
         long cost = (long) g.batch() * h * rows * l * hd / 2;
@@ -199,7 +197,7 @@ final class AttentionProducts {
     // ---- PK: y[t, h, e] = Σ_j s[h, t, j]·x[j, kv(h), e] ------------------------------------------
 
     /** PK: s [batch, H, rows, l], x [batch, l, KV·hd] → y [batch, rows, H·hd]; +0.0 for a row with no key. */
-    static void pk(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
+    public static void pk(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int xStride = kv * hd, yStride = h * hd;
         long cost = (long) g.batch() * h * rows * l * hd / 2;
@@ -320,7 +318,7 @@ final class AttentionProducts {
     // ---- PQ: y[j, c, e] = Σ_{h of c} Σ_{t attending j} s[h, t, j]·x[t, h, e] ----------------------
 
     /** Keys per tile of {@link #pq} (rows of sgemm's register tile) and features per tile (two vectors). */
-    static final int PQ_KEYS = kina.kernels.Matmul.Tile.ROWS, PQ_FEATS = kina.kernels.Matmul.Tile.COLS;
+    static final int PQ_KEYS = Matmul.Tile.ROWS, PQ_FEATS = Matmul.Tile.COLS;
 
     /**
      * PQ: s [batch, H, rows, l], x [batch, rows, H·hd] → y [batch, l, KV·hd]; +0.0 for a key no row
@@ -334,7 +332,7 @@ final class AttentionProducts {
      * attend, run whole as single-key chains; features past the last whole panel run in
      * {@link #pqTail} (x's tail copied after the panels).
      */
-    static void pq(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
+    public static void pq(PlanKernels.Attn g, float[] s, float[] x, float[] y) {
         int rows = g.rows(), l = g.l(), hd = g.hd(), h = g.heads(), kv = g.kv(), grp = g.groups();
         int xStride = h * hd, yStride = kv * hd;
         int[][] kr = keyRows(g);
@@ -379,7 +377,7 @@ final class AttentionProducts {
                 for (int j = j0; j < j0 + nk; j++)
                     if (Math.max(tLo[j], t0) < top) pqChain(s, ls, col, xp, xo, j, Math.max(tLo[j], t0), top - 1, y, yo + j * yStride);
                 if (nk == PQ_KEYS)
-                    kina.kernels.Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
+                    Matmul.Tile.transA(s, col + top * ls + j0, ls, xp, xo + top * PQ_FEATS, bot + 1 - top, y, yo + j0 * yStride, yStride);
                 else pq4(s, ls, col, xp, xo, j0, top, bot, y, yo + j0 * yStride, yStride);
                 for (int j = j0; j < j0 + nk; j++) {
                     int hi = Math.min(tHi[j], t1 - 1);

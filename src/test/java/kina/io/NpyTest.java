@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.io;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.stream.Stream;
+import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Placement;
 import kina.ir.Shape;

@@ -1,25 +1,15 @@
-package kina.plan;
+package kina.kernels;
 
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import kina.ir.DType;
-import kina.ir.Instr;
-import kina.ir.Let;
-import kina.ir.Rhs;
 import kina.ir.Shape;
-import kina.ir.TensorType;
-import kina.ir.Var;
 
 /**
- * The kernel of an {@code %elementwise} fusion (made by {@link FuseElementwise}): its body
- * compiled to one pass over the elements. Values the body makes and reads live in small scratch
+ * The kernel of an {@code %elementwise} fusion: its body, compiled by the plan to a {@link Group}
+ * of instructions over registers and buffer slots, run as one pass over the elements. Values the body makes and reads live in small scratch
  * registers, never in arena buffers; a broadcast in the body whose source is a scalar or a block
  * of contiguous axes (e.g. {@code [.., 1]}) is read in place from its source (a scalar once, as a
  * constant register), and so is an input that is a uniform fill constant.
@@ -33,18 +23,19 @@ import kina.ir.Var;
  * registers between instructions); any other group, and the lane tail, runs the chunked pass here
  * (each instruction over a 1024-element scratch register in turn).
  */
-final class Fusion {
+public final class Fusion {
     private Fusion() {}
 
     /** Elements per inner chunk: a group's registers are this long (L1/L2; 1024 beat 256 and 2048 on an AdamW-like pass). */
     static final int CH = 1024;
 
-    /** The fused instructions. */
-    enum Code { NEG, SQRT, ADD, SUB, MUL, DIV, MAX }
+    /** The fused instructions: each the very operation of the IR instruction it stands for. */
+    public enum Code { NEG, SQRT, ADD, SUB, MUL, DIV, MAX }
 
     /** A broadcast read in place: element i of the output is {@code src[(i / inner) % mid]}. */
-    record Leaf(int src, int inner, int mid) {
-        boolean scalar() { return mid == 1; }
+    public record Leaf(int src, int inner, int mid) {
+        /** Whether every element reads one value (mid = 1). */
+        public boolean scalar() { return mid == 1; }
     }
 
     /**
@@ -53,27 +44,17 @@ final class Fusion {
      * {@code code[k] = {opcode, dst, a, b}} (b unused by unary ops); register j holds
      * {@code leaves[j]} (a scalar filled once per pass, else loaded per chunk).
      */
-    record Group(DType dtype, int n, int steps, int regs, int[] inputs, int[] outs, Leaf[] leaves,
+    public record Group(DType dtype, int n, int steps, int regs, int[] inputs, int[] outs, Leaf[] leaves,
                  int[][] code) {}
 
-    private static Code code(Instr ins) {
-        if (ins instanceof Instr.Neg) return Code.NEG;
-        if (ins instanceof Instr.Sqrt) return Code.SQRT;
-        if (ins instanceof Instr.Add) return Code.ADD;
-        if (ins instanceof Instr.Sub) return Code.SUB;
-        if (ins instanceof Instr.Mul) return Code.MUL;
-        if (ins instanceof Instr.Div) return Code.DIV;
-        if (ins instanceof Instr.Maximum) return Code.MAX;
-        throw new IllegalArgumentException(ins.op() + " is not fused (FuseElementwise.fusible)");
-    }
+    /** Whether a broadcast from shape s to t can be read in place: {@link #leaf(int, Shape, Shape)} is not null. */
+    public static boolean readsInPlace(Shape s, Shape t) { return leaf(-1, s, t) != null; }
 
     /**
-     * The in-place reading of a broadcast from shape s to t, or null where its expanded axes are
-     * not outside one contiguous block.
+     * The in-place reading of a broadcast from shape s to t of the value in slot {@code src}, or
+     * null where its expanded axes are not outside one contiguous block (or the rank grows).
      */
-    static Leaf leaf(Shape s, Shape t) { return leaf(-1, s, t); }
-
-    private static Leaf leaf(int src, Shape s, Shape t) {
+    public static Leaf leaf(int src, Shape s, Shape t) {
         if (s.rank() != t.rank()) return null;                // a rank-growing broadcast runs as its own step
         int r = t.rank(), lo = -1, hi = -1;
         for (int k = 0; k < r; k++) if (s.dim(k) == t.dim(k) && t.dim(k) > 1) { if (lo < 0) lo = k; hi = k + 1; }
@@ -85,91 +66,6 @@ final class Fusion {
         return new Leaf(src, (int) inner, (int) mid);
     }
 
-    /**
-     * The pass of an elementwise step: its body's instructions in order, registers reused once
-     * their last reader in the body has run. Inputs are read by storage (two views of one buffer
-     * are one input); a body broadcast, or an input that is a uniform floating fill, is a leaf.
-     */
-    static Group group(Slots.Step step, Slots ir) {
-        Instr.Elementwise ew = (Instr.Elementwise) step.instr();
-        Rhs.Fn fn = ew.body();
-        Map<Var, Integer> paramSlot = new HashMap<>();
-        for (int j = 0; j < fn.params().size(); j++) paramSlot.put(fn.params().get(j).name(), step.args()[j]);
-        Map<Var, Var> alias = new HashMap<>();                       // a body reshape → the value it views
-        Map<Var, Integer> memberAt = new LinkedHashMap<>();           // a member's value → its position
-        List<Instr> members = new ArrayList<>();
-        List<Var> memberVars = new ArrayList<>();
-        Map<Var, Leaf> leafOf = new HashMap<>();
-        List<Var> results = List.of(fn.body().result());
-        for (Let l : fn.body().lets()) {
-            switch (l.rhs()) {
-                case Rhs.Tuple(List<Var> elems) -> results = elems;
-                case Instr.Broadcast(Var x, var to) -> leafOf.put(l.var(), leaf(paramSlot.get(x), ir.type(paramSlot.get(x)).shape(), to));
-                case Instr.Reshape(Var x, var _) -> alias.put(l.var(), alias.getOrDefault(x, x));
-                case Instr ins -> {
-                    memberAt.put(l.var(), members.size());
-                    members.add(ins);
-                    memberVars.add(l.var());
-                }
-                case Rhs.Fn _, Rhs.Call _, Rhs.Handle _ -> throw new IllegalStateException("an elementwise body holds no " + l.rhs());
-            }
-        }
-        for (var e : paramSlot.entrySet()) {                          // uniform fills read as scalars
-            Slots.Const c = ir.constants.get(ir.root(e.getValue()));
-            if (c != null && c.payload() == null) leafOf.put(e.getKey(), new Leaf(ir.root(e.getValue()), 1, 1));
-        }
-        Map<Var, Integer> outSlot = new HashMap<>();
-        for (int k = 0; k < results.size(); k++) outSlot.put(results.get(k), step.outs()[k]);
-        int m = members.size();
-        int[] lastUse = new int[m];
-        List<Integer> inputs = new ArrayList<>(), outs = new ArrayList<>();
-        List<Var> leafVars = new ArrayList<>();
-        List<Leaf> leaves = new ArrayList<>();
-        for (int k = 0; k < m; k++) {
-            if (outSlot.containsKey(memberVars.get(k))) outs.add(outSlot.get(memberVars.get(k)));
-            for (Var a : members.get(k).operands()) {
-                if (leafOf.containsKey(a)) {
-                    if (!leafVars.contains(a)) { leafVars.add(a); leaves.add(leafOf.get(a)); }
-                    continue;
-                }
-                Integer at = memberAt.get(alias.getOrDefault(a, a));
-                if (at != null) lastUse[at] = k;
-                else if (!inputs.contains(ir.root(paramSlot.get(a)))) inputs.add(ir.root(paramSlot.get(a)));
-            }
-        }
-        // registers: leaves first (never reused), then temporaries from a free list
-        int regs = leaves.size();
-        List<Integer> free = new ArrayList<>();
-        int[] loc = new int[m];
-        int[][] code = new int[m][];
-        for (int k = 0; k < m; k++) {
-            List<Var> a = members.get(k).operands();
-            int[] src = new int[2];
-            for (int j = 0; j < a.size(); j++) {
-                int li = leafVars.indexOf(a.get(j));
-                Integer at = li >= 0 ? null : memberAt.get(alias.getOrDefault(a.get(j), a.get(j)));
-                src[j] = li >= 0 ? li : at != null ? loc[at] : -1 - inputs.indexOf(ir.root(paramSlot.get(a.get(j))));
-            }
-            for (Var x : a) {                                        // operands dying here free their registers first
-                Integer at = leafVars.contains(x) ? null : memberAt.get(alias.getOrDefault(x, x));
-                if (at != null && lastUse[at] == k && loc[at] >= 0 && !free.contains(loc[at])) free.add(loc[at]);
-            }
-            Integer o = outSlot.get(memberVars.get(k));
-            if (o != null) loc[k] = -1 - inputs.size() - outs.indexOf(o);
-            else loc[k] = free.isEmpty() ? regs++ : free.removeLast();
-            code[k] = new int[] {code(members.get(k)).ordinal(), loc[k], src[0], a.size() > 1 ? src[1] : src[0]};
-        }
-        // negative locations (-1 - j: input j, then outputs) become regs + j
-        for (int[] c : code) for (int j = 1; j < 4; j++) if (c[j] < 0) c[j] = regs - 1 - c[j];
-        int[] in = new int[inputs.size() + leaves.size()];
-        for (int j = 0; j < inputs.size(); j++) in[j] = inputs.get(j);
-        for (int j = 0; j < leaves.size(); j++) in[inputs.size() + j] = leaves.get(j).src();
-        TensorType t = ir.type(step.out());
-        return new Group(t.dtype(), (int) t.shape().vol(), m, regs,
-                inputs.stream().mapToInt(Integer::intValue).toArray(), outs.stream().mapToInt(Integer::intValue).toArray(),
-                leaves.toArray(Leaf[]::new), code);
-    }
-
     // ---- the pass ------------------------------------------------------------------------------
 
     /** The lanes of every fused F32 loop (package-private: {@link FusedCode}'s classes read it). */
@@ -178,7 +74,7 @@ final class Fusion {
     private static final Code[] CODES = Code.values();
 
     /** The group's pass over {@code buf[slot]} (views share their root's buffer), split over element ranges. */
-    static Runnable bind(Group g, Object[] buf) {
+    public static Runnable bind(Group g, Object[] buf) {
         int nIn = g.inputs().length, nOut = g.outs().length, nLeaf = g.leaves().length;
         Object[] io = new Object[nIn + nOut], leafBuf = new Object[nLeaf];
         for (int j = 0; j < nIn; j++) io[j] = buf[g.inputs()[j]];

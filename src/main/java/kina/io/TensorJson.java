@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.io;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -18,6 +18,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.regex.Pattern;
+import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Shape;
 import kina.ir.TensorType;
@@ -59,13 +60,16 @@ public final class TensorJson {
 
     private static final Set<String> KEYS = Set.of("dtype", "shape", "data");
 
-    /** Reads {@code p} as a tensor of type {@code expected}. */
-    public static Tensor read(Path p, TensorType expected) {
+    /** Reads {@code p} as a tensor of type {@code expected}, under {@link FileCap#DEFAULT}. */
+    public static Tensor read(Path p, TensorType expected) { return read(p, expected, FileCap.DEFAULT); }
+
+    /** Reads {@code p} as a tensor of type {@code expected}; a file over {@code cap} is refused by its size. */
+    public static Tensor read(Path p, TensorType expected, FileCap cap) {
         if (!expected.dtype().hostRunnable())
             throw new FileFormatError(p, "the program declares " + expected
                     + ", and host tensors are F32, F64, I64 or I1 only");
         long vol = volume(p, expected.shape());
-        J root = parse(p);
+        J root = parse(p, cap);
         Sink sink = new Sink(p, expected, (int) vol);
         if (root instanceof J.Obj obj) objectForm(p, obj, expected, sink);
         else nested(root, expected.shape(), 0, "", sink);
@@ -116,11 +120,11 @@ public final class TensorJson {
         return vol;
     }
 
-    private static J parse(Path p) {
+    private static J parse(Path p, FileCap cap) {
         if (Files.isDirectory(p)) throw new FileFormatError(p, "is a directory, not a JSON file");
         String text;
         try {
-            String big = kina.ir.Limits.tooLarge(Files.size(p));
+            String big = cap.tooLarge(Files.size(p));
             if (big != null) throw new FileFormatError(p, big);
             text = Files.readString(p);
         } catch (NoSuchFileException e) {

@@ -1,40 +1,30 @@
-package kina.ir;
+package kina.io;
 
 /**
  * The size cap on what kina reads: every file (a .kina source, a .npy or JSON tensor, a JSON
- * config, a safetensors checkpoint and its state, a training text) is at most
- * {@link #maxFileBytes()} bytes, 1 GiB unless raised (the command line's {@code --max-file-size}),
- * and is refused by size before it is read. Readers also refuse, before allocating, a header or a
- * declared shape that asks for more than the file holds. One process-wide value, since the
- * readers are static; the command sets it for one run and {@link #reset()}s it.
+ * config, a safetensors checkpoint and its state, a training text, a llama2.c model) is at most
+ * {@code maxBytes} bytes and is refused by size before it is read. Readers also refuse, before
+ * allocating, a header or a declared shape that asks for more than the file holds. A value the
+ * readers take (their overloads without one use {@link #DEFAULT}, 1 GiB); the command line builds
+ * one from {@code --max-file-size}.
+ *
+ * @param maxBytes the largest file read, in bytes (≥ 1; IllegalArgumentException otherwise)
  */
-public final class Limits {
+public record FileCap(long maxBytes) {
     /** The default cap: 1 GiB. */
-    public static final long DEFAULT_MAX_FILE_BYTES = 1L << 30;
+    public static final FileCap DEFAULT = new FileCap(1L << 30);
 
-    private static volatile long maxFileBytes = DEFAULT_MAX_FILE_BYTES;
-
-    private Limits() {}
-
-    /** The largest file kina reads, in bytes. */
-    public static long maxFileBytes() { return maxFileBytes; }
-
-    /** Sets the cap (≥ 1 byte); IllegalArgumentException otherwise. */
-    public static void maxFileBytes(long bytes) {
-        if (bytes < 1) throw new IllegalArgumentException("the file size cap must be at least 1 byte, got " + bytes);
-        maxFileBytes = bytes;
+    public FileCap {
+        if (maxBytes < 1) throw new IllegalArgumentException("the file size cap must be at least 1 byte, got " + maxBytes);
     }
-
-    /** Back to {@link #DEFAULT_MAX_FILE_BYTES}. */
-    public static void reset() { maxFileBytes = DEFAULT_MAX_FILE_BYTES; }
 
     /**
      * Null when a file of {@code size} bytes may be read, else the one-line problem:
      * {@code too large: N bytes, over the 1 GiB cap (raise it with --max-file-size)}.
      */
-    public static String tooLarge(long size) {
-        if (size <= maxFileBytes) return null;
-        return "too large: " + size + " bytes, over the " + human(maxFileBytes) + " cap (raise it with --max-file-size)";
+    public String tooLarge(long size) {
+        if (size <= maxBytes) return null;
+        return "too large: " + size + " bytes, over the " + human(maxBytes) + " cap (raise it with --max-file-size)";
     }
 
     /** {@code 1 GiB}, {@code 64 MiB}, {@code 512 KiB} or {@code 1000 bytes}: the largest unit that divides it. */

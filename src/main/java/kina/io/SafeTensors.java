@@ -1,4 +1,4 @@
-package kina.model;
+package kina.io;
 
 import com.fasterxml.jackson.core.JacksonException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -31,7 +31,7 @@ import kina.ir.TensorType;
  *
  * <p>dtypes: F32 (4-byte float; kina holds F32 as exactly-float doubles, so the round trip is
  * bit-exact), F64, I64, and kina's I1 as BOOL (one byte, 0 or 1). Reading refuses, with one-line
- * CheckpointErrors: a foreign file (shorter than 8 bytes, a header length over 100 MB, a header
+ * FileFormatErrors: a foreign file (shorter than 8 bytes, a header length over 100 MB, a header
  * that is not a JSON object), a truncated file (header or data past the end), corrupt JSON, an
  * unknown dtype, a shape whose byte size differs from its offsets.
  */
@@ -46,28 +46,31 @@ public final class SafeTensors {
 
     private SafeTensors() {}
 
-    /** Writes {@code file} atomically: to a temp file in the same directory, then renamed over it. */
+    /** Writes {@code file} atomically ({@link AtomicFiles}); FileFormatError when the file system refuses. */
     public static void write(Path file, Map<String, Tensor> tensors, Map<String, String> metadata) {
         AtomicFiles.write(file, encode(tensors, metadata));
     }
 
-    /** Reads {@code file}; CheckpointError (one line) when it is missing or not a good safetensors file. */
-    public static Contents read(Path file) {
-        return decode(file, bytes(file));
+    /** Reads {@code file} under {@link FileCap#DEFAULT}; FileFormatError (one line) when it is missing or not a good safetensors file. */
+    public static Contents read(Path file) { return read(file, FileCap.DEFAULT); }
+
+    /** Reads {@code file}; FileFormatError (one line) when it is missing, over {@code cap} or not a good safetensors file. */
+    public static Contents read(Path file, FileCap cap) {
+        return decode(file, bytes(file, cap));
     }
 
-    /** The bytes of {@code file}; CheckpointError (one line) when it is missing, unreadable or too large. */
-    static byte[] bytes(Path file) {
+    /** The bytes of {@code file}; FileFormatError (one line) when it is missing, unreadable or over {@code cap}. */
+    public static byte[] bytes(Path file, FileCap cap) {
         try {
-            String big = kina.ir.Limits.tooLarge(Files.size(file));
-            if (big != null) throw new CheckpointError(file, big);
+            String big = cap.tooLarge(Files.size(file));
+            if (big != null) throw new FileFormatError(file, big);
             return Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
-            throw new CheckpointError(file, "file not found");
+            throw new FileFormatError(file, "file not found");
         } catch (IOException e) {
-            throw new CheckpointError(file, "cannot read: " + e.getMessage(), e);
+            throw new FileFormatError(file, "cannot read: " + e.getMessage(), e);
         } catch (OutOfMemoryError e) {
-            throw new CheckpointError(file, "too large to read");
+            throw new FileFormatError(file, "too large to read");
         }
     }
 
@@ -126,19 +129,19 @@ public final class SafeTensors {
      * F16 and BF16 value).
      */
     public static Contents decode(Path file, byte[] b, boolean widen) {
-        if (b.length < 8) throw new CheckpointError(file, "not a safetensors file (" + b.length + " bytes, shorter than the 8-byte header length)");
+        if (b.length < 8) throw new FileFormatError(file, "not a safetensors file (" + b.length + " bytes, shorter than the 8-byte header length)");
         ByteBuffer buf = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
         long n = buf.getLong(0);
-        if (n < 2 || n > MAX_HEADER) throw new CheckpointError(file, "not a safetensors file (header length " + Long.toUnsignedString(n) + ")");
-        if (n > b.length - 8L) throw new CheckpointError(file, "truncated: header of " + n + " bytes, but the file has " + (b.length - 8) + " after the length");
-        if (b[8] != '{') throw new CheckpointError(file, "not a safetensors file (header does not start with '{')");
+        if (n < 2 || n > MAX_HEADER) throw new FileFormatError(file, "not a safetensors file (header length " + Long.toUnsignedString(n) + ")");
+        if (n > b.length - 8L) throw new FileFormatError(file, "truncated: header of " + n + " bytes, but the file has " + (b.length - 8) + " after the length");
+        if (b[8] != '{') throw new FileFormatError(file, "not a safetensors file (header does not start with '{')");
         JsonNode header;
         try {
             header = JSON.readTree(new String(b, 8, (int) n, StandardCharsets.UTF_8));
         } catch (JacksonException e) {
-            throw new CheckpointError(file, "corrupt header JSON: " + kina.eval.TensorJson.plain(e.getOriginalMessage()), e);
+            throw new FileFormatError(file, "corrupt header JSON: " + TensorJson.plain(e.getOriginalMessage()), e);
         }
-        if (header == null || !header.isObject()) throw new CheckpointError(file, "corrupt header: not a JSON object");
+        if (header == null || !header.isObject()) throw new FileFormatError(file, "corrupt header: not a JSON object");
         int dataStart = 8 + (int) n;
         long dataLen = b.length - (long) dataStart;
         Map<String, String> meta = new LinkedHashMap<>();
@@ -147,9 +150,9 @@ public final class SafeTensors {
             String name = e.getKey();
             JsonNode v = e.getValue();
             if (name.equals("__metadata__")) {
-                if (!v.isObject()) throw new CheckpointError(file, "corrupt header: __metadata__ is not an object");
+                if (!v.isObject()) throw new FileFormatError(file, "corrupt header: __metadata__ is not an object");
                 for (Entry<String, JsonNode> me : v.properties()) {
-                    if (!me.getValue().isTextual()) throw new CheckpointError(file, "corrupt header: metadata '" + me.getKey() + "' is not a string");
+                    if (!me.getValue().isTextual()) throw new FileFormatError(file, "corrupt header: metadata '" + me.getKey() + "' is not a string");
                     meta.put(me.getKey(), me.getValue().asText());
                 }
                 continue;
@@ -172,49 +175,49 @@ public final class SafeTensors {
         rs.sort(java.util.Comparator.comparingLong(Range::begin));
         for (int i = 1; i < rs.size(); i++)
             if (rs.get(i).begin() < rs.get(i - 1).end())
-                throw new CheckpointError(file, "corrupt header: tensors '" + rs.get(i - 1).name() + "' and '" + rs.get(i).name()
+                throw new FileFormatError(file, "corrupt header: tensors '" + rs.get(i - 1).name() + "' and '" + rs.get(i).name()
                         + "' overlap (data bytes " + rs.get(i).begin() + " to " + Math.min(rs.get(i).end(), rs.get(i - 1).end()) + ")");
     }
 
     private static Tensor tensor(Path file, String name, JsonNode v, ByteBuffer buf, int dataStart, long dataLen, boolean widen) {
         String what = "tensor '" + name + "'";
-        if (!v.isObject()) throw new CheckpointError(file, "corrupt header: " + what + " is not an object");
+        if (!v.isObject()) throw new FileFormatError(file, "corrupt header: " + what + " is not an object");
         JsonNode dt = v.get("dtype"), sh = v.get("shape"), off = v.get("data_offsets");
         if (dt == null || !dt.isTextual() || sh == null || !sh.isArray() || off == null || !off.isArray() || off.size() != 2)
-            throw new CheckpointError(file, "corrupt header: " + what + " needs dtype, shape and data_offsets [begin, end]");
+            throw new FileFormatError(file, "corrupt header: " + what + " needs dtype, shape and data_offsets [begin, end]");
         DType dtype = switch (dt.asText()) {
             case "F32" -> DType.F32;
             case "F64" -> DType.F64;
             case "I64" -> DType.I64;
             case "BOOL" -> DType.I1;
             case "F16", "BF16" -> {
-                if (!widen) throw new CheckpointError(file, what + " has dtype " + dt.asText() + "; kina reads F32, F64, I64, BOOL");
+                if (!widen) throw new FileFormatError(file, what + " has dtype " + dt.asText() + "; kina reads F32, F64, I64, BOOL");
                 yield dt.asText().equals("F16") ? DType.F16 : DType.BF16;
             }
-            default -> throw new CheckpointError(file, what + " has dtype " + dt.asText() + "; kina reads F32, F64, I64, BOOL" + (widen ? ", F16, BF16" : ""));
+            default -> throw new FileFormatError(file, what + " has dtype " + dt.asText() + "; kina reads F32, F64, I64, BOOL" + (widen ? ", F16, BF16" : ""));
         };
         long[] dims = new long[sh.size()];
         for (int i = 0; i < dims.length; i++) {
             JsonNode d = sh.get(i);
             if (!d.isIntegralNumber() || !d.canConvertToLong() || d.longValue() < 0)
-                throw new CheckpointError(file, "corrupt header: " + what + " has shape " + sh);
+                throw new FileFormatError(file, "corrupt header: " + what + " has shape " + sh);
             dims[i] = d.longValue();
         }
         for (JsonNode o : off)
             if (!o.isIntegralNumber() || !o.canConvertToLong() || o.longValue() < 0)
-                throw new CheckpointError(file, "corrupt header: " + what + " has data_offsets " + off);
+                throw new FileFormatError(file, "corrupt header: " + what + " has data_offsets " + off);
         long begin = off.get(0).longValue(), end = off.get(1).longValue();
         Shape shape = new Shape(dims);
         long vol;
         try {
             vol = shape.vol();
         } catch (ArithmeticException e) {
-            throw new CheckpointError(file, "corrupt header: " + what + " has shape " + shape + " too large");
+            throw new FileFormatError(file, "corrupt header: " + what + " has shape " + shape + " too large");
         }
-        if (end < begin) throw new CheckpointError(file, "corrupt header: " + what + " has data_offsets " + off);
-        if (end > dataLen) throw new CheckpointError(file, "truncated: " + what + " ends at data byte " + end + ", but the data has " + dataLen + " bytes");
+        if (end < begin) throw new FileFormatError(file, "corrupt header: " + what + " has data_offsets " + off);
+        if (end > dataLen) throw new FileFormatError(file, "truncated: " + what + " ends at data byte " + end + ", but the data has " + dataLen + " bytes");
         if (vol * width(dtype) != end - begin)
-            throw new CheckpointError(file, what + " " + dtype + shape + " needs " + vol * width(dtype) + " bytes, its offsets give " + (end - begin));
+            throw new FileFormatError(file, what + " " + dtype + shape + " needs " + vol * width(dtype) + " bytes, its offsets give " + (end - begin));
         TensorType type = new TensorType(dtype == DType.F16 || dtype == DType.BF16 ? DType.F32 : dtype, shape, Placement.HOST);
         int n = (int) vol;
         int at = dataStart + (int) begin;
@@ -226,7 +229,7 @@ public final class SafeTensors {
                 long[] d = new long[n];
                 for (int i = 0; i < n; i++) {
                     byte x = buf.get(at + i);
-                    if (x != 0 && x != 1) throw new CheckpointError(file, what + " BOOL element " + i + " is " + x + ", not 0 or 1");
+                    if (x != 0 && x != 1) throw new FileFormatError(file, what + " BOOL element " + i + " is " + x + ", not 0 or 1");
                     d[i] = x;
                 }
                 yield Tensor.ofInts(type, d);

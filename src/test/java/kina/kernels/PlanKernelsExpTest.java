@@ -1,4 +1,4 @@
-package kina.plan;
+package kina.kernels;
 
 import java.util.SplittableRandom;
 import kina.eval.ElementwiseKernels;

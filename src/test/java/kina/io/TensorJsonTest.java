@@ -1,4 +1,4 @@
-package kina.eval;
+package kina.io;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.TensorType;
 import org.junit.jupiter.api.Test;

@@ -1,11 +1,10 @@
-package kina.plan;
+package kina.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import kina.eval.AttentionKernels;
-import kina.kernels.Parallel;
 import kina.eval.Tensor;
 import kina.ir.DType;
 import kina.ir.Instr;
