@@ -55,6 +55,9 @@ final class TrainCommand implements Callable<Integer> {
     Integer workers;
     @Option(names = "--tokenizer", paramLabel = "byte|bpe", description = "byte: one token per UTF-8 byte; bpe: a byte-level BPE trained on the training text, stored in the checkpoint (default: byte; with --resume, the checkpoint's).") String tokenizer;
     @Option(names = "--vocab", paramLabel = "N", description = "The BPE's vocabulary size, at least 260 (default: ${DEFAULT-VALUE}); the config's vocab becomes N.", defaultValue = "1024") int vocab;
+    @Option(names = "--dropout", paramLabel = "P", description = "Dropout rate after each layer's attention and MLP, in [0, 1); the masks are keyed by "
+            + "--seed and the step, so a resumed run and any --threads give the same bits (default: none; with --resume, the checkpoint's).")
+    Double dropout;
     @Option(names = "--detect-anomaly", description = "Check the weights and moments for NaN and Inf after every step (not only before a checkpoint); stop at the first step that makes one.")
     boolean detectAnomaly;
     @Mixin Main.Common common;
@@ -105,6 +108,7 @@ final class TrainCommand implements Callable<Integer> {
         if (opt instanceof Optimizer.Sgd) OptionRange.halfOpen("--momentum", momentum, OptionRange.typed(spec, "--momentum"), 0, 1, "SGD momentum");
         if (opt instanceof Optimizer.AdamW) OptionRange.nonNegative("--weight-decay", weightDecay, OptionRange.typed(spec, "--weight-decay"), "AdamW decoupled weight decay");
         OptionRange.nonNegative("--clip", clip, OptionRange.typed(spec, "--clip"), "the global gradient-norm clip; 0: no clipping");
+        if (dropout != null) OptionRange.halfOpen("--dropout", dropout, OptionRange.typed(spec, "--dropout"), 0, 1, "the dropout rate");
         if (microBatches != null && microBatches < 1)
             throw new kina.ir.KinaException(null, "--micro-batches " + microBatches + ": must be a power of two (1, 2, 4, …)");
         if (workers != null) OptionRange.atLeast("--workers", workers, 1, "Spark tasks per step");
@@ -149,6 +153,7 @@ final class TrainCommand implements Callable<Integer> {
             Trainer.Options o = new Trainer.Options(c, batch, steps, opt, peak, wu, seed, th, dir, evalEvery, evalBatches,
                     checkpointEvery, resume, noProgress ? Progress.Mode.LINES : Progress.Mode.auto(), eng, m, cluster, tok, common.cap);
             Trainer trainer = new Trainer(o, corpus).detectAnomaly(detectAnomaly);
+            if (dropout != null) trainer.dropout(dropout);
             try (var _ = Interruption.onSignals(trainer::requestStop)) {
                 s = trainer.run(System.out, System.err);
             }

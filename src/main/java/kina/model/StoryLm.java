@@ -74,7 +74,23 @@ public final class StoryLm {
      * [1, 1], or with {@code SUMMED} the summed NLL in nats), {@code storylm_logits(ids,
      * weights…)} ([B·T, V]) or {@code storylm_prefill(ids, weights…)} (logits and, per layer, the rotated keys and the values [T, KV·hd], batch 1).
      */
-    static Var forwardFn(ProgramBuilder b, Config c, int batch, Output what) {
+    static Var forwardFn(ProgramBuilder b, Config c, int batch, Output what) { return forwardFn(b, c, batch, what, 0); }
+
+    /** The input of a train step with dropout: one key per dropout site, I64 [sites, 2] ({@link #dropoutSites}). */
+    public static final String DROPOUT_KEYS = "dropout_keys";
+
+    /**
+     * The dropout sites of {@code c}, in order: per layer, the attention's output projection, then
+     * the MLP's output (when it has one), each before it joins the residual stream (GPT-2's
+     * resid_dropout). Site i takes row i of {@link #DROPOUT_KEYS}.
+     */
+    public static int dropoutSites(Config c) { return c.layers() * (c.mlpHidden() > 0 ? 2 : 1); }
+
+    /**
+     * {@link #forwardFn} with dropout at {@code rate} (0: none) at each of the
+     * {@link #dropoutSites}, keyed by the body's input {@link #DROPOUT_KEYS} (a constant: no cotangent).
+     */
+    static Var forwardFn(ProgramBuilder b, Config c, int batch, Output what, double rate) {
         boolean loss = what == Output.LOSS || what == Output.SUMMED;
         int t = c.seq(), d = c.dModel(), hd = c.headDim(), h = c.heads(), kv = c.kvHeads();
         long n = (long) batch * t;
@@ -89,8 +105,9 @@ public final class StoryLm {
             for (int i = 0; i < ws.size(); i++) w.put(ws.get(i).name(), p.get(p.size() - ws.size() + i));
             // The RoPE tables are inputs of the body, not parameters: constants, not differentiated.
             Var cos = b.input("cos", f32(t, hd / 2)), sin = b.input("sin", f32(t, hd / 2));
+            Var keys = rate > 0 ? b.input(DROPOUT_KEYS, TensorType.host(DType.I64, dropoutSites(c), 2)) : null;
             Var x = b.let("x0", b.gather(w.get("emb"), p.getFirst()));                  // [B, T, D]
-            int step = 0;
+            int step = 0, site = 0;
             for (int l = 0; l < c.layers(); l++) {
                 String pre = "l" + l + "_";
                 Var hn = b.let(pre + "h", b.rmsnorm(x, Optional.of(w.get(pre + "attn_norm")), Optional.empty(), c.eps()));
@@ -110,7 +127,7 @@ public final class StoryLm {
                 Var att = b.let(pre + "att", b.attention(qr, kr, qkv.get("v"), Optional.empty(), causal(c, 0)));
                 Var att2 = b.let(pre + "att2", b.reshape(att, new Shape(n, (long) h * hd)));
                 Var o2 = b.let(pre + "o2", b.matmul(att2, w.get(pre + "wo")));
-                Var o = b.let(pre + "o", b.reshape(o2, new Shape(batch, t, d)));
+                Var o = dropout(b, keys, site++, rate, b.let(pre + "o", b.reshape(o2, new Shape(batch, t, d))));
                 x = b.let("x" + (++step), b.add(x, o));                                  // residual
                 if (c.mlpHidden() > 0) {
                     Var m = b.let(pre + "m", b.rmsnorm(x, Optional.of(w.get(pre + "mlp_norm")), Optional.empty(), c.eps()));
@@ -119,7 +136,7 @@ public final class StoryLm {
                     Var up = b.let(pre + "up", b.matmul(m2, w.get(pre + "w_up")));
                     Var act = b.let(pre + "act", b.swiglu(gate, up));                    // silu(gate) * up
                     Var down2 = b.let(pre + "down2", b.matmul(act, w.get(pre + "w_down")));
-                    Var down = b.let(pre + "down", b.reshape(down2, new Shape(batch, t, d)));
+                    Var down = dropout(b, keys, site++, rate, b.let(pre + "down", b.reshape(down2, new Shape(batch, t, d))));
                     x = b.let("x" + (++step), b.add(x, down));                           // residual
                 }
             }
@@ -143,6 +160,13 @@ public final class StoryLm {
         });
     }
 
+    /** x, or x with dropout at {@code rate} keyed by row {@code site} of {@code keys} (named after x: {@code l0_o_drop}). */
+    private static Var dropout(ProgramBuilder b, Var keys, int site, double rate, Var x) {
+        if (keys == null) return x;
+        Var key = b.let(x.name() + "_key", b.reshape(b.slice(keys, 0, site, 1), Shape.of(2)));
+        return b.let(x.name() + "_drop", b.dropout(x, key, rate));
+    }
+
     /** Causal grouped-query attention of {@code c}, scale 1/√hd, queries starting at position {@code start}. */
     static AttnOpts causal(Config c, int start) {
         return new AttnOpts(c.heads(), c.kvHeads(), Double.NaN, 0.0, 0, 0, start);
@@ -163,10 +187,13 @@ public final class StoryLm {
      * {@link Optimizer#state}), and the step scalars {@code lr}, {@code bc1}, {@code bc2} ([1, 1]).
      * Result: (new weights…, new state…, loss, grad_norm). Checked, before transform_ad.
      */
-    public static Program trainStep(Config c, int batch, Optimizer opt) {
+    public static Program trainStep(Config c, int batch, Optimizer opt) { return trainStep(c, batch, opt, 0); }
+
+    /** {@link #trainStep} with dropout at {@code rate} (0: none), keyed by the input {@link #DROPOUT_KEYS}. */
+    public static Program trainStep(Config c, int batch, Optimizer opt, double rate) {
         if (c.toy()) throw new ConfigError(c.name(), "the toy config has its own program (examples/storylm0_train_step.kina); train on text needs vocab 256");
         ProgramBuilder b = new ProgramBuilder("<storylm " + c.name() + " train step>");
-        Var f = forwardFn(b, c, batch, Output.LOSS);
+        Var f = forwardFn(b, c, batch, Output.LOSS, rate);
         Inputs in = inputs(b, c, batch, true);
         Map<String, List<Var>> state = new LinkedHashMap<>();
         for (String st : opt.state()) {

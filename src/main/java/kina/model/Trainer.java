@@ -26,8 +26,9 @@ import kina.plan.Plan;
  * the compiled plan (the default) or the host interpreter, which give the same bits, or natively.
  * The weights and optimizer moments are carried by the step from run to run ({@link Runner}): with
  * the plan they stay in its float buffers and become Tensors only to validate and to checkpoint.
- * Deterministic: the batch of step s depends only on (seed, s) and the learning rate only on
- * (s, steps), so a resumed run repeats an uninterrupted one bit for bit.
+ * Deterministic: the batch of step s depends only on (seed, s), its dropout masks (with
+ * {@link #dropout}) on (seed, s) too, and the learning rate only on (s, steps), so a resumed run
+ * repeats an uninterrupted one bit for bit.
  *
  * <p>With {@code microBatches} M ≥ 1 a step is a micro-batch tree instead ({@link MicroBatchJob}):
  * a gradient program per micro-batch, run by {@link GradientWorkers} (in this process, or on a
@@ -161,6 +162,34 @@ public final class Trainer {
 
     private volatile String stopRequest;
     private boolean detectAnomaly;
+    /** The dropout rate asked for (null: not given: 0, or a resumed checkpoint's), and the one this run trains with. */
+    private Double dropout;
+    private double rate;
+
+    /**
+     * Trains with dropout at rate {@code p} (0 ≤ p &lt; 1; not given: none, or the resumed
+     * checkpoint's rate) after each layer's attention and MLP ({@link StoryLm#dropoutSites}). The
+     * masks are keyed by the seed, the step and the site ({@link #dropoutKeys}), so a resumed run
+     * and a run on any number of threads give the same bits; validation runs without dropout.
+     */
+    public Trainer dropout(double p) {
+        dropout = p;
+        return this;
+    }
+
+    /**
+     * The keys of step {@code step}'s dropout sites, I64 [sites, 2]: row i is [K, step · sites + i]
+     * with K = {@link Batches#mix}(seed, −2), a Philox key and stream that no other (step, site) of
+     * the run shares.
+     */
+    public static Tensor dropoutKeys(long seed, long step, int sites) {
+        long[] k = new long[2 * sites];
+        for (int i = 0; i < sites; i++) {
+            k[2 * i] = Batches.mix(seed, -2);
+            k[2 * i + 1] = step * sites + i;
+        }
+        return Tensor.ofInts(TensorType.host(DType.I64, sites, 2), k);
+    }
 
     /**
      * With {@code on}, the weights and optimizer moments are checked for NaN and ±Inf after every
@@ -254,12 +283,20 @@ public final class Trainer {
                 notes.printf(Locale.ROOT, "note: the schedule was for %d steps; continuing to %d %s it "
                         + "(losses will differ from an uninterrupted %d-step run)%n", was.longValue(), o.steps(),
                         was.doubleValue() < o.steps() ? "stretches" : "shortens", o.steps());
+            double had = ck.state().hyper().getOrDefault("dropout", 0.0);
+            if (dropout != null && dropout != had)
+                notes.printf(Locale.ROOT, "note: the checkpoint's steps had dropout %s; these have %s (losses will differ from an uninterrupted run)%n",
+                        had, dropout);
             // The micro-batch count decides the order of the gradient's additions (0: one program per step).
             double m = ck.state().hyper().getOrDefault("micro_batches", 0.0);
             if (m != o.microBatches())
                 notes.printf(Locale.ROOT, "note: the checkpoint's steps were %s; these are %s (losses will differ from an uninterrupted run)%n",
                         stepKind((int) m), stepKind(o.microBatches()));
         }
+        rate = dropout != null ? dropout : ck != null ? ck.state().hyper().getOrDefault("dropout", 0.0) : 0;
+        if (!(rate >= 0 && rate < 1)) throw new kina.ir.KinaException(null, "--dropout " + rate + ": must be in [0, 1)");
+        if (rate > 0 && o.microBatches() > 0)
+            throw new kina.ir.KinaException(null, "--dropout with --micro-batches: the micro-batch tree has no dropout yet; train without one of them");
         // Validation runs at the micro-batch size too, so a large batch needs no large forward pass.
         Runner eval = o.engine().compile(compile(StoryLm.lossOnly(c, o.batch() / pieces())));
         Batches valid = o.tokenizer() instanceof ByteTokenizer ? corpus.validBatches(o.batch(), c.seq(), o.seed())
@@ -298,7 +335,7 @@ public final class Trainer {
         }
         log.printf(Locale.ROOT, "kina train: %s (%s), corpus %s: %,d bytes train, %,d validation; unigram baseline %.4f nats/byte; %d threads, engine %s%s%n",
                 c.name(), o.optimizer().describe(), corpus.name(), corpus.trainSize(), corpus.validSize(), baseline, Parallel.threads(),
-                o.engine().name().toLowerCase(Locale.ROOT), steps.describe());
+                o.engine().name().toLowerCase(Locale.ROOT), steps.describe() + (rate > 0 ? "; dropout " + rate : ""));
         w.forEach(step::set);
         state.forEach(step::set);
         List<String> wNames = List.copyOf(w.keySet()), stateNames = List.copyOf(state.keySet());   // the order checkpoints are written in
@@ -445,7 +482,7 @@ public final class Trainer {
 
     /** One program per step: forward, gradients, clipping and update together. */
     private final class WholeStep implements Step {
-        final Runner step = o.engine().compile(compile(StoryLm.trainStep(c, o.batch(), o.optimizer())));
+        final Runner step = o.engine().compile(compile(StoryLm.trainStep(c, o.batch(), o.optimizer(), rate)));
         final Batches train = o.tokenizer() instanceof ByteTokenizer ? corpus.trainBatches(o.batch(), c.seq(), o.seed())
                 : corpus.trainBatches(o.tokenizer(), o.batch(), c.seq(), o.seed());
 
@@ -454,6 +491,7 @@ public final class Trainer {
         public double run(long s, Map<String, Tensor> in) {
             Batches.Batch batch = train.at(s);
             batchInputs(batch, in);
+            if (rate > 0) in.put(StoryLm.DROPOUT_KEYS, dropoutKeys(o.seed(), s, StoryLm.dropoutSites(c)));
             return perByte(step.run(in).getFirst().floats()[0], batch);   // (loss, grad_norm): the rest is carried
         }
 
@@ -502,6 +540,7 @@ public final class Trainer {
         hyper.put("batch", (double) o.batch());
         hyper.put("clip", o.optimizer().clip());
         if (o.microBatches() > 0) hyper.put("micro_batches", (double) o.microBatches());
+        if (rate > 0) hyper.put("dropout", rate);
         switch (o.optimizer()) {
             case Optimizer.Sgd sgd -> hyper.put("momentum", sgd.momentum());
             case Optimizer.AdamW a -> {
