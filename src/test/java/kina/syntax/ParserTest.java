@@ -194,9 +194,9 @@ class ParserTest {
         SyntaxError e = fails("let y = x.exp().cosh() in y");
         assertThat(e.pos()).isEqualTo(new Pos("e.kina", 1, 17));
         assertThat(e.getMessage()).isEqualTo("unknown method 'cosh'; known methods: exp, log, reshape, transpose, "
-                + "broadcast, sum, softmax, log_softmax, take_along_axis, gather, sqrt, rsqrt, tanh, sigmoid, "
+                + "broadcast, slice, concat, pad, sum, softmax, log_softmax, take_along_axis, gather, sqrt, rsqrt, tanh, sigmoid, "
                 + "reciprocal, silu, gelu, relu, softcap, argmax, clamp, requant, maximum, greater, select, swiglu, "
-                + "rmsnorm, layernorm, l2norm, rope, attention, row, set_rows");
+                + "rmsnorm, layernorm, l2norm, rope, attention, row, set_rows, random_uniform, random_normal, dropout");
     }
 
     @Test
